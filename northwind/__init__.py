@@ -1,0 +1,5 @@
+"""Northwind: the claims back-office project package."""
+
+from .celery import app as celery_app
+
+__all__ = ("celery_app",)

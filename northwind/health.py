@@ -1,0 +1,84 @@
+"""The /healthz probe: is each service this process depends on reachable."""
+
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.files.storage import default_storage
+from django.db import connection
+from django.http import JsonResponse
+from django.views.decorators.http import require_GET
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    backend: str
+    ok: bool
+    detail: str
+    ms: float
+
+
+def _timed(name: str, backend: str, check) -> Probe:
+    started = time.perf_counter()
+    try:
+        detail = check()
+        ok = True
+    except Exception as exc:  # a probe reports every failure, it never raises
+        detail = f"{type(exc).__name__}: {exc}"[:300]
+        ok = False
+    return Probe(name, backend, ok, detail, round((time.perf_counter() - started) * 1000, 1))
+
+
+def database_probe() -> Probe:
+    def check() -> str:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+        return "reachable"
+
+    return _timed("database", connection.vendor, check)
+
+
+def storage_probe() -> Probe:
+    def check() -> str:
+        # exists() is a HEAD request on S3: cheap, and it fails fast when the
+        # server is down thanks to the short botocore timeouts in settings.
+        default_storage.exists("healthz/probe")
+        return "reachable"
+
+    return _timed("storage", settings.STORAGE_BACKEND, check)
+
+
+def broker_probe() -> Probe:
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        return Probe("broker", "eager", True, "tasks run in-process (no broker configured)", 0.0)
+
+    def check() -> str:
+        from northwind.celery import app
+
+        with app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, timeout=3)
+        return "reachable"
+
+    return _timed("broker", settings.CELERY_BROKER_URL.split("://", 1)[0], check)
+
+
+@require_GET
+def healthz(request):
+    probes = [database_probe(), storage_probe(), broker_probe()]
+    down = [p.name for p in probes if not p.ok]
+    body = {
+        "status": "ok" if not down else "unavailable",
+        "down": down,
+        "services": {
+            p.name: {
+                "state": "up" if p.ok else "down",
+                "backend": p.backend,
+                "detail": p.detail,
+                "ms": p.ms,
+            }
+            for p in probes
+        },
+    }
+    return JsonResponse(body, status=503 if down else 200)

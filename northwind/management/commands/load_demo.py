@@ -1,0 +1,78 @@
+"""Load the demo data: staff users, the API client, wording and policies.
+
+Idempotent: running it again leaves one copy of everything and resets the
+demo passwords to the ones printed.
+"""
+
+import importlib.util
+import os
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from rest_framework.authtoken.models import Token
+
+from northwind.roles import APPROVER, KNOWLEDGE_EDITOR, QUEUE_AGENT, roles_sync
+
+DEMO_STAFF = [
+    # username, password, role (None: superuser)
+    ("demo-admin", "northwind-admin-demo", None),
+    ("demo-editor", "northwind-editor-demo", KNOWLEDGE_EDITOR),
+    ("demo-editor-2", "northwind-editor2-demo", KNOWLEDGE_EDITOR),
+    ("demo-approver", "northwind-approver-demo", APPROVER),
+    ("demo-agent", "northwind-agent-demo", QUEUE_AGENT),
+]
+DEMO_CLIENT = "demo-client"
+
+# Apps whose ``demo`` module has a ``demo_load(*, stdout)`` function, in the
+# order their data depends on each other.
+DEMO_APPS = ["knowledge", "schedules", "claims"]
+
+
+class Command(BaseCommand):
+    help = "Load (or refresh) the demo data. Safe to run more than once."
+
+    def handle(self, *args, **options):
+        User = get_user_model()
+        groups = roles_sync()
+        staff_lines = []
+        for username, password, role in DEMO_STAFF:
+            user, _ = User.objects.get_or_create(username=username)
+            user.is_staff = True
+            user.is_superuser = role is None
+            user.email = f"{username}@northwind.example"
+            user.set_password(password)
+            user.save()
+            if role:
+                user.groups.set([groups[role]])
+            staff_lines.append(f"  {username:<16} {password:<26} {role or 'superuser'}")
+
+        client, _ = User.objects.get_or_create(username=DEMO_CLIENT)
+        client.is_staff = False
+        client.set_unusable_password()
+        client.save()
+        token, _ = Token.objects.get_or_create(user=client)
+
+        for app in DEMO_APPS:
+            if importlib.util.find_spec(f"{app}.demo") is not None:
+                module = importlib.import_module(f"{app}.demo")
+                module.demo_load(stdout=self.stdout)
+
+        port = os.environ.get("PORT", "8000")
+        base = f"http://127.0.0.1:{port}"
+        self.stdout.write(self.style.SUCCESS("Demo data loaded."))
+        self.stdout.write(f"Admin: {base}/admin/   (username, password, role)")
+        self.stdout.write("\n".join(staff_lines))
+        self.stdout.write(f"API client: {DEMO_CLIENT}   token: {token.key}")
+        self.stdout.write(f"API docs: {base}/api/docs/")
+        self.stdout.write("Try the claim agent:")
+        self.stdout.write(
+            f"  CONV=$(curl -s -X POST {base}/api/v1/conversations/ "
+            f'-H "Authorization: Token {token.key}" -H "Content-Type: application/json" '
+            '-d \'{"policy_number": "NW-MTR-204518"}\' '
+            "| python3 -c 'import json,sys; print(json.load(sys.stdin)[\"id\"])')"
+        )
+        self.stdout.write(
+            f"  curl -s -X POST {base}/api/v1/conversations/$CONV/messages/ "
+            f'-H "Authorization: Token {token.key}" -H "Content-Type: application/json" '
+            '-d \'{"message": "Will my policy pay for a rental car while mine is repaired?"}\''
+        )

@@ -1,0 +1,37 @@
+"""Staff roles as Django groups, with the permissions each role needs.
+
+Each app owns the permissions of its models; this module only says which
+role gets which. ``roles_sync`` is idempotent and is run by ``load_demo``.
+"""
+
+from django.contrib.auth.models import Group, Permission
+
+KNOWLEDGE_EDITOR = "Knowledge editor"
+APPROVER = "Approver"
+QUEUE_AGENT = "Queue agent"
+
+# "app_label.codename" strings. A name that does not exist is an error, so a
+# renamed permission cannot silently leave a role without it.
+ROLE_PERMISSIONS: dict[str, list[str]] = {
+    KNOWLEDGE_EDITOR: [],
+    APPROVER: [],
+    QUEUE_AGENT: [],
+}
+
+
+def roles_sync() -> dict[str, Group]:
+    groups = {}
+    for role, names in ROLE_PERMISSIONS.items():
+        group, _ = Group.objects.get_or_create(name=role)
+        permissions = []
+        for name in names:
+            app_label, codename = name.split(".", 1)
+            try:
+                permissions.append(
+                    Permission.objects.get(content_type__app_label=app_label, codename=codename)
+                )
+            except Permission.DoesNotExist as exc:
+                raise LookupError(f"Role {role!r} names an unknown permission {name!r}.") from exc
+        group.permissions.set(permissions)
+        groups[role] = group
+    return groups

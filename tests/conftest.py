@@ -1,0 +1,184 @@
+"""Shared fixtures.
+
+Integration tests carry a marker naming the service they need
+(``postgres``, ``redis``, ``s3``); without that service's variables they are
+skipped with a reason that names the missing variable. ``.ci/run`` runs the
+suite twice: on the embedded default, then with every service set.
+"""
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from django.conf import settings as django_settings
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _service_missing(marker: str) -> str | None:
+    if marker == "postgres":
+        engine = django_settings.DATABASES["default"]["ENGINE"]
+        if not engine.endswith("postgresql"):
+            return "DATABASE_URL is not set to a PostgreSQL URL"
+    if marker == "redis" and not django_settings.CELERY_BROKER_URL.startswith("redis"):
+        return "CELERY_BROKER_URL is not set to a Redis URL"
+    if marker == "s3" and django_settings.STORAGE_BACKEND != "s3":
+        return "AWS_STORAGE_BUCKET_NAME / AWS_S3_ENDPOINT_URL are not set"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for marker in ("postgres", "redis", "s3"):
+            if item.get_closest_marker(marker):
+                item.add_marker(pytest.mark.integration)
+                reason = _service_missing(marker)
+                if reason:
+                    item.add_marker(pytest.mark.skip(reason=f"integration ({marker}): {reason}"))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_storage(settings, tmp_path):
+    """Give every test its own storage area: a temp folder, or a fresh S3 prefix."""
+    storages = {**settings.STORAGES}
+    default = {**storages["default"], "OPTIONS": {**storages["default"]["OPTIONS"]}}
+    if settings.STORAGE_BACKEND == "s3":
+        default["OPTIONS"]["location"] = f"test-{uuid.uuid4().hex[:12]}"
+    else:
+        default["OPTIONS"]["location"] = tmp_path / "storage"
+    storages["default"] = default
+    settings.STORAGES = storages
+    yield
+
+
+@pytest.fixture(autouse=True)
+def _celery_mode(request):
+    """Run tasks eagerly unless the test is about the broker.
+
+    Tests marked ``redis`` send tasks through Redis to a real worker
+    (``celery_worker`` fixture); every other test keeps the embedded default.
+    """
+    from northwind.celery import app
+
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = request.node.get_closest_marker("redis") is None or previous
+    yield
+    app.conf.task_always_eager = previous
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def celery_worker(django_db_setup, django_db_blocker):
+    """A real Celery worker process, consuming from Redis, on the test database."""
+    from django.db import connection
+
+    from northwind.celery import app
+
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if connection.vendor == "postgresql":
+        test_db = connection.settings_dict["NAME"]
+        base, _, _ = os.environ["DATABASE_URL"].rpartition("/")
+        env["DATABASE_URL"] = f"{base}/{test_db}"
+    queue = f"test-{uuid.uuid4().hex[:8]}"
+    env["CELERY_TASK_DEFAULT_QUEUE"] = queue
+    app.conf.task_default_queue = queue
+    log = open(REPO_ROOT / "var" / f"celery-worker-{queue}.log", "w")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "northwind",
+            "worker",
+            "-P",
+            "solo",
+            "-Q",
+            queue,
+            "--without-gossip",
+            "--without-mingle",
+            "--loglevel",
+            "INFO",
+            "-n",
+            f"{queue}@%h",
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"Celery worker exited early; see {log.name}")
+            replies = app.control.ping(timeout=1)
+            if any(name.startswith(f"{queue}@") for reply in replies for name in reply):
+                break
+        else:
+            raise RuntimeError(f"Celery worker did not answer within 60 s; see {log.name}")
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture
+def private_s3_server():
+    """A real S3 API server of this test's own (moto's server mode), to stop at will."""
+    from moto.server import ThreadedMotoServer
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    yield server, f"http://127.0.0.1:{port}"
+    with contextlib.suppress(Exception):  # already stopped by the test
+        server.stop()
+
+
+def s3_storages(settings, endpoint_url: str, bucket: str = "northwind-test") -> dict:
+    """A STORAGES value pointing the default storage at ``endpoint_url``."""
+    import boto3
+
+    boto3.client(
+        "s3",
+        endpoint_url=endpoint_url,
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    ).create_bucket(Bucket=bucket)
+    from botocore.config import Config
+
+    return {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "storages.backends.s3.S3Storage",
+            "OPTIONS": {
+                "bucket_name": bucket,
+                "endpoint_url": endpoint_url,
+                "region_name": "us-east-1",
+                "access_key": "test",
+                "secret_key": "test",
+                "client_config": Config(
+                    connect_timeout=1,
+                    read_timeout=2,
+                    retries={"max_attempts": 2, "mode": "standard"},
+                ),
+            },
+        },
+    }
