@@ -1,1 +1,247 @@
-"""Models of the knowledge app."""
+"""Models of the knowledge app: wording documents, versions, clauses, releases.
+
+A wording document (``NW-MOTOR``) has versions (``2026.2``); ingestion turns a
+version's Markdown source into clauses, each stored whole in object storage
+and indexed here. A release is the decision that a version of a line may be
+used by the claim agent. Staff changes are kept by django-simple-history.
+"""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+from simple_history.models import HistoricalRecords
+
+
+class Line(models.TextChoices):
+    MOTOR = "motor", "Motor"
+    HOME = "home", "Home"
+    CONTENTS = "contents", "Contents"
+
+
+class Channel(models.TextChoices):
+    DIRECT = "direct", "Direct"
+    BROKER = "broker", "Broker"
+    CORPORATE = "corporate", "Corporate"
+
+
+# The only documents there are, one per line, and the clause id prefix of each.
+DOCUMENT_LINES: dict[str, str] = {
+    "NW-MOTOR": Line.MOTOR,
+    "NW-HOME": Line.HOME,
+    "NW-CONTENTS": Line.CONTENTS,
+}
+LINE_PREFIXES: dict[str, str] = {Line.MOTOR: "MTR", Line.HOME: "HOM", Line.CONTENTS: "CNT"}
+
+
+class WordingDocument(models.Model):
+    """One insurer document per line, with an id that carries no version."""
+
+    document_id = models.CharField(max_length=40, unique=True)
+    line = models.CharField(max_length=16, choices=Line.choices)
+    title = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["document_id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(line__in=Line.values), name="wordingdocument_line_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.document_id
+
+
+class WordingVersion(models.Model):
+    """A version of a document: its source in object storage and its clauses."""
+
+    class Status(models.TextChoices):
+        UPLOADED = "uploaded", "Uploaded"
+        INGESTING = "ingesting", "Ingesting"
+        INGESTED = "ingested", "Ingested"
+        FAILED = "failed", "Failed"
+
+    document = models.ForeignKey(WordingDocument, on_delete=models.PROTECT, related_name="versions")
+    label = models.CharField(max_length=40)
+    source = models.FileField(max_length=300, blank=True)
+    source_sha256 = models.CharField(max_length=64, blank=True)
+    effective_from = models.DateField()
+    effective_to = models.DateField(
+        null=True, blank=True, help_text="First day no longer covered; empty for open-ended."
+    )
+    channels = models.JSONField(default=list)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.UPLOADED)
+    validation_errors = models.JSONField(default=list, blank=True)
+    manifest_key = models.CharField(max_length=300, blank=True)
+    embedding_model = models.CharField(max_length=100, blank=True)
+    ingested_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["document__document_id", "effective_from", "label"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["document", "label"], name="wordingversion_document_label_unique"
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["uploaded", "ingesting", "ingested", "failed"]),
+                name="wordingversion_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(effective_to__isnull=True) | Q(effective_to__gt=F("effective_from")),
+                name="wordingversion_window_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document.document_id} {self.label}"
+
+    @property
+    def storage_prefix(self) -> str:
+        return f"wording/{self.document.document_id}/{self.label}/"
+
+
+class Clause(models.Model):
+    """One clause of an ingested version; its whole text lives in object storage."""
+
+    class Kind(models.TextChoices):
+        COVER = "cover", "Cover"
+        BENEFIT = "benefit", "Benefit"
+        EXCLUSION = "exclusion", "Exclusion"
+        CONDITION = "condition", "Condition"
+        EXCESS = "excess", "Excess"
+        CLAIMS = "claims", "Claims"
+        DEFINITION = "definition", "Definition"
+        GENERAL = "general", "General"
+
+    class Visibility(models.TextChoices):
+        CUSTOMER = "customer", "Customer"
+        INTERNAL = "internal", "Internal"
+
+    version = models.ForeignKey(WordingVersion, on_delete=models.CASCADE, related_name="clauses")
+    clause_id = models.CharField(max_length=20)
+    title = models.CharField(max_length=300)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    position = models.PositiveIntegerField()
+    char_count = models.PositiveIntegerField()
+    sha256 = models.CharField(max_length=64)
+    storage_key = models.CharField(max_length=300)
+    schedule_section = models.CharField(max_length=60, blank=True)
+    refers_to = models.JSONField(default=list, blank=True)
+    visibility = models.CharField(
+        max_length=16, choices=Visibility.choices, default=Visibility.CUSTOMER
+    )
+    # A copy for indexing and search only; the agent serves the stored object.
+    text = models.TextField()
+    # float32, L2-normalised; empty when no embedder was available at ingestion.
+    embedding = models.BinaryField(null=True, blank=True)
+
+    history = HistoricalRecords(excluded_fields=["embedding", "text"])
+
+    class Meta:
+        ordering = ["version", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["version", "clause_id"], name="clause_version_clause_id_unique"
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    kind__in=[
+                        "cover",
+                        "benefit",
+                        "exclusion",
+                        "condition",
+                        "excess",
+                        "claims",
+                        "definition",
+                        "general",
+                    ]
+                ),
+                name="clause_kind_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(visibility__in=["customer", "internal"]),
+                name="clause_visibility_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.clause_id} - {self.title}"
+
+
+class Release(models.Model):
+    """The decision that a version of a line may be used by the claim agent."""
+
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        PENDING_APPROVAL = "pending_approval", "Pending approval"
+        APPROVED = "approved", "Approved"
+        WITHDRAWN = "withdrawn", "Withdrawn"
+        REJECTED = "rejected", "Rejected"
+
+    line = models.CharField(max_length=16, choices=Line.choices)
+    version = models.ForeignKey(WordingVersion, on_delete=models.PROTECT, related_name="releases")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.DRAFT)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    requested_at = models.DateTimeField(null=True, blank=True)
+    request_reason = models.TextField(blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_reason = models.TextField(blank=True)
+    withdrawn_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    withdrawn_at = models.DateTimeField(null=True, blank=True)
+    withdraw_reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["line", "-pk"]
+        permissions = [
+            ("request_release", "Can request a release of a wording version"),
+            ("approve_release", "Can approve, reject or withdraw a release"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(
+                    status__in=["draft", "pending_approval", "approved", "withdrawn", "rejected"]
+                ),
+                name="release_status_valid",
+            ),
+            models.CheckConstraint(condition=Q(line__in=Line.values), name="release_line_valid"),
+            # Past the draft, someone asked for it.
+            models.CheckConstraint(
+                condition=Q(status="draft") | Q(requested_by__isnull=False),
+                name="release_requested_by_set",
+            ),
+            # Approved, rejected and withdrawn releases were decided by someone ...
+            models.CheckConstraint(
+                condition=Q(status__in=["draft", "pending_approval"]) | Q(decided_by__isnull=False),
+                name="release_decided_by_set",
+            ),
+            # ... who is never the person who asked for it.
+            models.CheckConstraint(
+                condition=~Q(decided_by=F("requested_by")), name="release_not_self_decided"
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="withdrawn") | Q(withdrawn_by__isnull=False),
+                name="release_withdrawn_by_set",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_line_display()} release of {self.version} ({self.status})"

@@ -13,8 +13,22 @@ QUEUE_AGENT = "Queue agent"
 # "app_label.codename" strings. A name that does not exist is an error, so a
 # renamed permission cannot silently leave a role without it.
 ROLE_PERMISSIONS: dict[str, list[str]] = {
-    KNOWLEDGE_EDITOR: [],
-    APPROVER: [],
+    KNOWLEDGE_EDITOR: [
+        "knowledge.view_wordingdocument",
+        "knowledge.add_wordingversion",
+        "knowledge.change_wordingversion",
+        "knowledge.view_wordingversion",
+        "knowledge.view_clause",
+        "knowledge.view_release",
+        "knowledge.request_release",
+    ],
+    APPROVER: [
+        "knowledge.view_wordingdocument",
+        "knowledge.view_wordingversion",
+        "knowledge.view_clause",
+        "knowledge.view_release",
+        "knowledge.approve_release",
+    ],
     QUEUE_AGENT: [],
 }
 
