@@ -1,0 +1,1 @@
+"""Services of the knowledge app: ingestion and releases."""
