@@ -12,6 +12,8 @@ from django.db import models
 from django.db.models import Q
 from simple_history.models import HistoricalRecords
 
+from knowledge.models import Channel as SalesChannel
+from knowledge.models import Line
 from schedules.validators import (
     POLICY_NUMBER_PATTERN,
     POLICY_NUMBER_PREFIX_BY_LINE,
@@ -21,28 +23,10 @@ from schedules.validators import (
 )
 
 
-class Line(models.TextChoices):
-    """The lines a schedule can be for.
-
-    Mirrors ``knowledge.models.Line`` (the knowledge base owns the lines);
-    the values are the contract between the two apps.
-    """
-
-    MOTOR = "motor", "Motor"
-    HOME = "home", "Home"
-    CONTENTS = "contents", "Contents"
-
-
 class ScheduleStatus(models.TextChoices):
     ACTIVE = "active", "Active"
     LAPSED = "lapsed", "Lapsed"
     CANCELLED = "cancelled", "Cancelled"
-
-
-class SalesChannel(models.TextChoices):
-    DIRECT = "direct", "Direct"
-    BROKER = "broker", "Broker"
-    CORPORATE = "corporate", "Corporate"
 
 
 class PolicySchedule(models.Model):
