@@ -1,0 +1,115 @@
+"""Read clauses whole from object storage, verified against their sha256.
+
+The claim agent gets clause text only from here: never from the database copy,
+never a clause whose stored bytes fail their checksum, never a substitute for
+an id the version does not have.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from knowledge.models import Clause, WordingVersion
+from knowledge.storage import object_read_once
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class FetchedClause:
+    clause_id: str
+    title: str
+    kind: str
+    text: str
+    schedule_section: str
+    refers_to: tuple[str, ...]
+    document_id: str
+    version_label: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class ClauseFetch:
+    status: Literal["ok", "unavailable"]
+    returned: tuple[FetchedClause, ...]
+    not_found: tuple[str, ...]
+    detail: str
+
+
+class ClauseStore(Protocol):
+    def fetch(
+        self, *, version_id: int, clause_ids: Sequence[str], visibility: str = "customer"
+    ) -> ClauseFetch: ...
+
+
+class StorageClauseStore:
+    """Clauses from the default storage.
+
+    ``visibility="customer"`` returns customer-visible clauses only; any other
+    value (``"internal"``, for staff) returns every clause. Ids the version
+    does not have (or does not show) go to ``not_found``. A storage error or a
+    checksum mismatch makes the whole fetch ``unavailable`` with nothing
+    returned: an answer must not rest on part of what was asked for.
+    """
+
+    def fetch(
+        self, *, version_id: int, clause_ids: Sequence[str], visibility: str = "customer"
+    ) -> ClauseFetch:
+        wanted = list(dict.fromkeys(clause_ids))
+        rows = Clause.objects.filter(
+            version_id=version_id,
+            version__status=WordingVersion.Status.INGESTED,
+            clause_id__in=wanted,
+        ).select_related("version__document")
+        if visibility == Clause.Visibility.CUSTOMER:
+            rows = rows.filter(visibility=Clause.Visibility.CUSTOMER)
+        by_id = {row.clause_id: row for row in rows}
+        not_found = tuple(c for c in wanted if c not in by_id)
+
+        returned = []
+        for clause_id in wanted:
+            row = by_id.get(clause_id)
+            if row is None:
+                continue
+            try:
+                data = object_read_once(row.storage_key)
+            except Exception as exc:
+                logger.error(
+                    "clause store: cannot read %s (%s): %s", clause_id, row.storage_key, exc
+                )
+                return ClauseFetch(
+                    status="unavailable",
+                    returned=(),
+                    not_found=not_found,
+                    detail=f"object storage unavailable ({type(exc).__name__})",
+                )
+            if hashlib.sha256(data).hexdigest() != row.sha256:
+                logger.error(
+                    "clause store: checksum mismatch for %s at %s; not served",
+                    clause_id,
+                    row.storage_key,
+                )
+                return ClauseFetch(
+                    status="unavailable",
+                    returned=(),
+                    not_found=not_found,
+                    detail=f"{clause_id} failed its checksum",
+                )
+            returned.append(
+                FetchedClause(
+                    clause_id=row.clause_id,
+                    title=row.title,
+                    kind=row.kind,
+                    text=data.decode("utf-8"),
+                    schedule_section=row.schedule_section,
+                    refers_to=tuple(row.refers_to),
+                    document_id=row.version.document.document_id,
+                    version_label=row.version.label,
+                    sha256=row.sha256,
+                )
+            )
+        return ClauseFetch(status="ok", returned=tuple(returned), not_found=not_found, detail="")
