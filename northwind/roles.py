@@ -29,7 +29,9 @@ ROLE_PERMISSIONS: dict[str, list[str]] = {
         "knowledge.view_release",
         "knowledge.approve_release",
     ],
-    QUEUE_AGENT: [],
+    # Queue agents read the schedule a pending question is about; holder
+    # contact details (schedules.view_personal_data) stay with administrators.
+    QUEUE_AGENT: ["schedules.view_policyschedule"],
 }
 
 

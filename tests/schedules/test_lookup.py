@@ -157,7 +157,7 @@ class LegacyHandler(BaseHTTPRequestHandler):
 @pytest.fixture
 def legacy_server():
     server = ThreadingHTTPServer(("127.0.0.1", 0), LegacyHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
