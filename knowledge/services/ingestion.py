@@ -63,6 +63,33 @@ def document_line(document_id: str) -> str:
         raise WordingError(f"Unknown document {document_id!r}; one of {known}.") from None
 
 
+def wording_version_check(
+    *,
+    document_id: str,
+    label: str,
+    effective_from: date,
+    effective_to: date | None,
+    channels: list[str],
+) -> str:
+    """Check what a new version is asked to be; return its line or raise WordingError."""
+    line = document_line(document_id)
+    if not LABEL_RE.match(label):
+        raise WordingError(
+            f"Version label {label!r} must be letters, digits, '.', '_' or '-' (at most 40)."
+        )
+    if effective_to is not None and effective_to <= effective_from:
+        raise WordingError("The effective window must end after it starts.")
+    unknown = sorted(set(channels) - set(Channel.values))
+    if unknown or not channels:
+        raise WordingError(
+            f"Channels must be one or more of {', '.join(Channel.values)}"
+            + (f"; unknown: {', '.join(unknown)}." if unknown else ".")
+        )
+    if WordingVersion.objects.filter(document__document_id=document_id, label=label).exists():
+        raise WordingError(f"{document_id} already has a version {label!r}.")
+    return line
+
+
 def wording_version_create(
     *,
     document_id: str,
@@ -85,30 +112,24 @@ def wording_version_create(
 
     if acting_user is not None and not acting_user.has_perm("knowledge.add_wordingversion"):
         raise PermissionDenied("You do not have permission to upload wording versions.")
-    line = document_line(document_id)
-    if not LABEL_RE.match(label):
-        raise WordingError(
-            f"Version label {label!r} must be letters, digits, '.', '_' or '-' (at most 40)."
-        )
-    if effective_to is not None and effective_to <= effective_from:
-        raise WordingError("The effective window must end after it starts.")
-    unknown = sorted(set(channels) - set(Channel.values))
-    if unknown or not channels:
-        raise WordingError(
-            f"Channels must be one or more of {', '.join(Channel.values)}"
-            + (f"; unknown: {', '.join(unknown)}." if unknown else ".")
-        )
+    line = wording_version_check(
+        document_id=document_id,
+        label=label,
+        effective_from=effective_from,
+        effective_to=effective_to,
+        channels=channels,
+    )
     if not source_bytes:
         raise WordingError(f"The source file {filename!r} is empty.")
-    if WordingVersion.objects.filter(document__document_id=document_id, label=label).exists():
-        raise WordingError(f"{document_id} already has a version {label!r}.")
 
     sha = _sha256(source_bytes)
     key = f"wording/{document_id}/{label}/source-{sha[:16]}.md"
     try:
         object_write_once(key, source_bytes)
+        stored_error = None
     except StorageUnavailable as exc:
-        raise WordingError(f"Could not store the source: {exc}") from exc
+        # The version is kept, failed, so the outage is visible where it was uploaded.
+        stored_error = {"line": None, "message": f"The source could not be stored: {exc}"}
 
     with transaction.atomic():
         document, _ = WordingDocument.objects.get_or_create(
@@ -121,17 +142,18 @@ def wording_version_create(
             effective_from=effective_from,
             effective_to=effective_to,
             channels=[c for c in Channel.values if c in channels],
-            status=WordingVersion.Status.UPLOADED,
+            status=WordingVersion.Status.FAILED if stored_error else WordingVersion.Status.UPLOADED,
+            validation_errors=[stored_error] if stored_error else [],
             created_by=acting_user,
         )
-        version.source.name = key
-        version._change_reason = f"Uploaded {filename}"
+        version.source.name = "" if stored_error else key
+        version._change_reason = f"Uploaded {filename}" + (" (not stored)" if stored_error else "")
         try:
             version.full_clean(exclude=["source"])
         except ValidationError as exc:
             raise WordingError(" ".join(exc.messages)) from exc
         version.save()
-        if queue_ingestion:
+        if queue_ingestion and not stored_error:
             pk = version.pk
             transaction.on_commit(lambda: wording_version_ingest_task.delay(pk))
     return version
@@ -254,6 +276,13 @@ def wording_version_ingest(*, version_id: int) -> IngestResult:
         locked.save(update_fields=["status", "validation_errors"])
 
     # No transaction is open from here to the final save: storage I/O only.
+    if not version.source.name:
+        return _fail(
+            version_id,
+            version.validation_errors
+            or [{"line": None, "message": "The source was never stored; upload it again."}],
+            "No source",
+        )
     try:
         source = object_read(version.source.name)
     except StorageUnavailable as exc:

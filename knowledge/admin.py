@@ -1,0 +1,416 @@
+"""Admin for the knowledge base: upload versions, read clauses, decide releases.
+
+Every change goes through the services: an upload calls
+``wording_version_create``; the release actions call the release services and
+show their refusal as an error message.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.helpers import ActionForm
+from django.core.exceptions import PermissionDenied
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from simple_history.admin import SimpleHistoryAdmin
+
+from knowledge.clause_store import StorageClauseStore
+from knowledge.models import (
+    DOCUMENT_LINES,
+    Channel,
+    Clause,
+    Release,
+    WordingDocument,
+    WordingVersion,
+)
+from knowledge.services.ingestion import (
+    WordingError,
+    wording_version_check,
+    wording_version_create,
+)
+from knowledge.services.releases import (
+    ReleaseError,
+    release_approve,
+    release_reject,
+    release_request,
+    release_withdraw,
+)
+from knowledge.tasks import wording_version_ingest_task
+
+
+class ReasonActionForm(ActionForm):
+    reason = forms.CharField(
+        required=False,
+        max_length=500,
+        label="Reason",
+        widget=forms.TextInput(
+            attrs={"size": 40, "placeholder": "why (needed to reject/withdraw)"}
+        ),
+    )
+
+
+def _reason(request) -> str:
+    return request.POST.get("reason", "").strip()
+
+
+@admin.register(WordingDocument)
+class WordingDocumentAdmin(SimpleHistoryAdmin):
+    list_display = ["document_id", "line", "title"]
+    readonly_fields = ["document_id", "line", "title", "created_at"]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # documents are created with their first version
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class WordingVersionUploadForm(forms.ModelForm):
+    document_id = forms.ChoiceField(
+        label="Document", choices=[(d, d) for d in DOCUMENT_LINES], initial="NW-MOTOR"
+    )
+    source_file = forms.FileField(label="Source (Markdown)")
+    channels = forms.MultipleChoiceField(
+        choices=Channel.choices,
+        widget=forms.CheckboxSelectMultiple,
+        initial=[Channel.DIRECT, Channel.BROKER],
+    )
+
+    class Meta:
+        model = WordingVersion
+        fields = ["label", "effective_from", "effective_to"]
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        try:
+            wording_version_check(
+                document_id=data["document_id"],
+                label=data["label"],
+                effective_from=data["effective_from"],
+                effective_to=data.get("effective_to"),
+                channels=data["channels"],
+            )
+        except WordingError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+        return data
+
+
+class ClauseInline(admin.TabularInline):
+    model = Clause
+    fields = [
+        "position",
+        "clause_id",
+        "title",
+        "kind",
+        "visibility",
+        "schedule_section",
+        "char_count",
+    ]
+    readonly_fields = fields
+    show_change_link = True
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(WordingVersion)
+class WordingVersionAdmin(SimpleHistoryAdmin):
+    list_display = [
+        "__str__",
+        "status",
+        "effective_from",
+        "effective_to",
+        "channel_list",
+        "clause_count",
+        "release_status",
+        "ingested_at",
+    ]
+    list_filter = ["document", "status"]
+    search_fields = ["label", "document__document_id"]
+    action_form = ReasonActionForm
+    actions = ["request_release", "ingest_again"]
+    inlines = [ClauseInline]
+    readonly_fields = [
+        "document",
+        "label",
+        "status",
+        "errors",
+        "effective_from",
+        "effective_to",
+        "channel_list",
+        "source",
+        "source_sha256",
+        "manifest_key",
+        "embedding_model",
+        "ingested_at",
+        "created_by",
+        "created_at",
+    ]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("document")
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        if obj is None:
+            kwargs["form"] = WordingVersionUploadForm
+            kwargs["fields"] = ["label", "effective_from", "effective_to"]
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_fieldsets(self, request, obj=None):
+        if obj is None:
+            return [
+                (
+                    None,
+                    {
+                        "fields": [
+                            "document_id",
+                            "label",
+                            "source_file",
+                            "effective_from",
+                            "effective_to",
+                            "channels",
+                        ]
+                    },
+                )
+            ]
+        return [(None, {"fields": self.readonly_fields})]
+
+    def get_readonly_fields(self, request, obj=None):
+        return [] if obj is None else self.readonly_fields
+
+    def get_inlines(self, request, obj):
+        return [] if obj is None else self.inlines
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        # A version never changes once uploaded; the change permission lets an
+        # editor run the actions, the page itself stays read-only.
+        return obj is None and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_request_permission(self, request) -> bool:
+        return request.user.has_perm("knowledge.request_release")
+
+    def has_ingest_permission(self, request) -> bool:
+        return request.user.has_perm("knowledge.change_wordingversion")
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            raise PermissionDenied("A wording version cannot be changed; upload a new one.")
+        upload = form.cleaned_data["source_file"]
+        created = wording_version_create(
+            document_id=form.cleaned_data["document_id"],
+            label=form.cleaned_data["label"],
+            source_bytes=upload.read(),
+            filename=upload.name,
+            effective_from=form.cleaned_data["effective_from"],
+            effective_to=form.cleaned_data["effective_to"],
+            channels=form.cleaned_data["channels"],
+            acting_user=request.user,
+        )
+        # The admin goes on with ``obj`` (log entry, redirect): make it the row.
+        obj.__dict__.update(created.__dict__)
+
+    def response_add(self, request, obj, post_url_continue=None):
+        obj.refresh_from_db()
+        if obj.status == WordingVersion.Status.FAILED:
+            self.message_user(
+                request,
+                f"{obj} failed ingestion with {len(obj.validation_errors)} error(s); "
+                "nothing was published. See the errors below.",
+                messages.ERROR,
+            )
+        elif obj.status == WordingVersion.Status.INGESTED:
+            self.message_user(request, f"{obj} ingested: {obj.clauses.count()} clauses.")
+        else:
+            self.message_user(request, f"{obj} uploaded; ingestion has started.")
+        return super().response_add(request, obj, post_url_continue)
+
+    @admin.display(description="Channels")
+    def channel_list(self, obj) -> str:
+        return ", ".join(obj.channels)
+
+    @admin.display(description="Clauses")
+    def clause_count(self, obj) -> int:
+        return obj.clauses.count()
+
+    @admin.display(description="Release")
+    def release_status(self, obj) -> str:
+        latest = obj.releases.order_by("-pk").first()
+        return latest.get_status_display() if latest else "—"
+
+    @admin.display(description="Validation errors")
+    def errors(self, obj) -> str:
+        if not obj.validation_errors:
+            return "—"
+        return format_html(
+            "<ul>{}</ul>",
+            format_html_join(
+                "",
+                "<li>{}{}</li>",
+                (
+                    (f"line {e['line']}: " if e.get("line") else "", e["message"])
+                    for e in obj.validation_errors
+                ),
+            ),
+        )
+
+    @admin.action(description="Request a release of the selected versions", permissions=["request"])
+    def request_release(self, request, queryset):
+        for version in queryset:
+            try:
+                release_request(
+                    version_id=version.pk, acting_user=request.user, reason=_reason(request)
+                )
+            except ReleaseError as exc:
+                self.message_user(request, f"{version}: {exc}", messages.ERROR)
+            else:
+                self.message_user(request, f"{version}: release requested.")
+
+    @admin.action(description="Ingest the selected versions again", permissions=["ingest"])
+    def ingest_again(self, request, queryset):
+        for version in queryset:
+            if version.status == WordingVersion.Status.INGESTED:
+                self.message_user(request, f"{version} is already ingested.", messages.WARNING)
+                continue
+            wording_version_ingest_task.delay(version.pk)
+            self.message_user(request, f"{version}: ingestion started.")
+
+
+@admin.register(Clause)
+class ClauseAdmin(SimpleHistoryAdmin):
+    list_display = ["clause_id", "title", "kind", "visibility", "schedule_section", "version"]
+    list_filter = ["version", "kind", "visibility"]
+    search_fields = ["clause_id", "title"]
+    fields = [
+        "version",
+        "clause_id",
+        "title",
+        "kind",
+        "visibility",
+        "schedule_section",
+        "refers_to",
+        "position",
+        "char_count",
+        "sha256",
+        "storage_key",
+        "stored_text",
+    ]
+    readonly_fields = fields
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("version__document")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="Text (read from object storage)")
+    def stored_text(self, obj) -> str:
+        fetch = StorageClauseStore().fetch(
+            version_id=obj.version_id, clause_ids=[obj.clause_id], visibility="internal"
+        )
+        if fetch.status != "ok" or not fetch.returned:
+            detail = fetch.detail or "not found in storage"
+            return format_html("<strong>Unavailable</strong>: {}", detail)
+        return format_html('<pre style="white-space: pre-wrap">{}</pre>', fetch.returned[0].text)
+
+
+@admin.register(Release)
+class ReleaseAdmin(SimpleHistoryAdmin):
+    list_display = [
+        "pk",
+        "line",
+        "version_link",
+        "window",
+        "status",
+        "requested_by",
+        "decided_by",
+        "withdrawn_by",
+        "requested_at",
+    ]
+    list_filter = ["line", "status"]
+    action_form = ReasonActionForm
+    actions = ["approve", "reject", "withdraw"]
+    readonly_fields = [
+        "line",
+        "version",
+        "status",
+        "requested_by",
+        "requested_at",
+        "request_reason",
+        "decided_by",
+        "decided_at",
+        "decision_reason",
+        "withdrawn_by",
+        "withdrawn_at",
+        "withdraw_reason",
+    ]
+
+    def get_queryset(self, request):
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("version__document", "requested_by", "decided_by", "withdrawn_by")
+        )
+
+    def has_add_permission(self, request) -> bool:
+        return False  # a release is requested from its wording version
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_decide_permission(self, request) -> bool:
+        return request.user.has_perm("knowledge.approve_release")
+
+    @admin.display(description="Version")
+    def version_link(self, obj) -> str:
+        url = reverse("admin:knowledge_wordingversion_change", args=[obj.version_id])
+        return format_html('<a href="{}">{}</a>', url, obj.version)
+
+    @admin.display(description="Window")
+    def window(self, obj) -> str:
+        end = obj.version.effective_to or "open"
+        return f"[{obj.version.effective_from}, {end})"
+
+    def _run(self, request, queryset, service, done: str, **kwargs) -> None:
+        for release in queryset.order_by("pk"):
+            try:
+                service(release_id=release.pk, acting_user=request.user, **kwargs)
+            except ReleaseError as exc:
+                self.message_user(request, f"Release {release.pk}: {exc}", messages.ERROR)
+            else:
+                self.message_user(request, f"Release {release.pk} ({release.version}): {done}.")
+
+    @admin.action(description="Approve the selected releases", permissions=["decide"])
+    def approve(self, request, queryset):
+        self._run(request, queryset, release_approve, "approved", reason=_reason(request))
+
+    @admin.action(
+        description="Reject the selected releases (give a reason)", permissions=["decide"]
+    )
+    def reject(self, request, queryset):
+        self._run(request, queryset, release_reject, "rejected", reason=_reason(request))
+
+    @admin.action(
+        description="Withdraw the selected releases (give a reason)", permissions=["decide"]
+    )
+    def withdraw(self, request, queryset):
+        self._run(request, queryset, release_withdraw, "withdrawn", reason=_reason(request))

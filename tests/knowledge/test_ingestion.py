@@ -1,0 +1,477 @@
+"""Ingestion through the command and the services: all or nothing, idempotent."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from datetime import date
+
+import pytest
+from django.core.files.storage import default_storage
+from django.core.management import CommandError, call_command
+
+from knowledge.models import Clause, WordingVersion
+from knowledge.selectors import release_approved_for_date
+from knowledge.services import ingestion
+from knowledge.services.ingestion import (
+    clause_embeddings_compute,
+    wording_version_create,
+    wording_version_ingest,
+)
+from knowledge.services.releases import release_approve, release_request
+from knowledge.storage import objects_list
+from tests.knowledge.conftest import (
+    BEN_01,
+    COV_01,
+    EXC_01,
+    VALID,
+    clause,
+    ingest_command,
+    ingested_version,
+    wording,
+)
+
+PREFIX = "wording/NW-MOTOR/2026.2/"
+
+
+def snapshot() -> tuple:
+    rows = list(
+        Clause.objects.order_by("pk").values_list(
+            "pk", "clause_id", "sha256", "storage_key", "char_count", "text"
+        )
+    )
+    versions = list(
+        WordingVersion.objects.order_by("pk").values_list(
+            "pk", "status", "manifest_key", "ingested_at", "source_sha256"
+        )
+    )
+    history = (
+        WordingVersion.history.count(),
+        Clause.history.count(),
+    )
+    return objects_list("wording/"), rows, versions, history
+
+
+@pytest.mark.django_db
+def test_the_command_ingests_clauses_and_manifest_into_storage_and_rows(source_file, capsys):
+    path = source_file(VALID)
+    # when
+    ingest_command(path, "2026.2", "NW-MOTOR", "--effective-from", "2026-07-01")
+    # then the command says how many clauses and where
+    out = capsys.readouterr().out
+    assert "NW-MOTOR 2026.2 ingested: 4 clauses under wording/NW-MOTOR/2026.2/" in out
+    version = WordingVersion.objects.get(document__document_id="NW-MOTOR", label="2026.2")
+    assert version.status == "ingested"
+    assert version.document.line == "motor"
+    assert version.document.title == "Northwind Motor test wording"
+    assert version.channels == ["direct", "broker"]
+    assert version.effective_from == date(2026, 7, 1)
+    assert version.effective_to is None
+    clauses = list(version.clauses.order_by("position"))
+    assert [c.clause_id for c in clauses] == [
+        "MTR-COV-01",
+        "MTR-BEN-01",
+        "MTR-EXC-01",
+        "MTR-GEN-01",
+    ]
+    ben = clauses[1]
+    assert ben.kind == "benefit"
+    assert ben.schedule_section == "alternative_transport"
+    assert ben.refers_to == ["MTR-EXC-01"]
+    assert clauses[0].refers_to == []
+    assert clauses[3].visibility == "internal"
+    assert ben.title == "Hire car while your car is repaired after a claim"
+
+    # every clause is whole in storage under its content-addressed key
+    keys = objects_list(PREFIX)
+    for c in clauses:
+        assert c.storage_key == f"{PREFIX}clauses/{c.clause_id}-{c.sha256[:16]}.md"
+        assert c.storage_key in keys
+        with default_storage.open(c.storage_key, "rb") as handle:
+            stored = handle.read().decode()
+        assert stored == c.text
+        assert stored.startswith(f"## {c.clause_id} - {c.title}\n")
+        assert c.char_count == len(stored)
+    assert ben.text.endswith("Wear and tear is excluded (MTR-EXC-01).")
+
+    # the manifest lists ids, titles, kinds and a sha256 per clause
+    assert version.manifest_key.startswith(f"{PREFIX}manifest-")
+    assert version.manifest_key in keys
+    with default_storage.open(version.manifest_key, "rb") as handle:
+        manifest = json.loads(handle.read())
+    assert [m["clause_id"] for m in manifest["clauses"]] == [c.clause_id for c in clauses]
+    assert [m["sha256"] for m in manifest["clauses"]] == [c.sha256 for c in clauses]
+    assert [m["title"] for m in manifest["clauses"]] == [c.title for c in clauses]
+    assert [m["kind"] for m in manifest["clauses"]] == [c.kind for c in clauses]
+    assert version.source.name == f"{PREFIX}source-{version.source_sha256[:16]}.md"
+    assert sorted(keys) == sorted(
+        [version.source.name, version.manifest_key, *[c.storage_key for c in clauses]]
+    )
+
+
+@pytest.mark.django_db
+def test_running_the_command_again_changes_nothing(source_file, capsys):
+    path = source_file(VALID)
+    ingest_command(path, "2026.2")
+    before = snapshot()
+    # when
+    ingest_command(path, "2026.2")
+    ingest_command(path, "2026.2")
+    # then
+    assert "already ingested: 4 clauses" in capsys.readouterr().out
+    assert snapshot() == before
+
+
+@pytest.mark.django_db
+def test_a_changed_source_under_an_existing_label_is_refused(source_file):
+    ingest_command(source_file(VALID), "2026.2")
+    changed = source_file(VALID.replace("14 days", "21 days"), "changed.md")
+    with pytest.raises(CommandError, match="already exists with a different source"):
+        ingest_command(changed, "2026.2")
+
+
+@pytest.mark.django_db
+def test_ingestion_works_next_to_an_older_version_in_storage(source_file):
+    ingest_command(source_file(wording(COV_01, EXC_01)), "2026.1")
+    ingest_command(source_file(VALID, "new.md"), "2026.2")
+    old, new = WordingVersion.objects.order_by("pk")
+    assert old.clauses.count() == 2 and new.clauses.count() == 4
+    assert any(k.startswith("wording/NW-MOTOR/2026.1/clauses/") for k in objects_list("wording/"))
+    assert any(k.startswith(PREFIX + "clauses/") for k in objects_list("wording/"))
+
+
+LONG_BODY = "We pay for this. " * 100
+
+MALFORMED = {
+    "duplicate id": (
+        wording(COV_01, EXC_01, clause("MTR-COV-01", body="Again.")),
+        "line 15: duplicate clause id MTR-COV-01 (first used at line 5)",
+    ),
+    "over-long clause": (
+        wording(COV_01, clause("MTR-COV-02", body=LONG_BODY)),
+        "line 10: MTR-COV-02 is 1",
+    ),
+    "bare title": (
+        wording(COV_01, clause("MTR-COV-02", title="Alternative transport")),
+        "line 10: title 'Alternative transport' is a bare label",
+    ),
+    "bare title, one word": (
+        wording(COV_01, clause("MTR-EXC-01", title="Exclusions")),
+        "line 10: title 'Exclusions' is a bare label",
+    ),
+    "schedule phrase without switch": (
+        wording(COV_01, clause("MTR-BEN-01", body="We pay only if your schedule lists it.")),
+        "line 13: MTR-BEN-01 says 'only if your schedule lists' but has no 'Schedule section:'",
+    ),
+    "switch without phrase": (
+        wording(
+            "## MTR-BEN-01 - Hire car while your car is repaired after a claim\n"
+            "Kind: benefit\nSchedule section: alternative_transport\n\nWe pay for a hire car.\n"
+        ),
+        "line 7: MTR-BEN-01 has 'Schedule section: alternative_transport' but its text does not",
+    ),
+    "unknown schedule section": (
+        wording(BEN_01.replace("alternative_transport", "space_travel"), EXC_01),
+        "line 7: unknown Schedule section 'space_travel'",
+    ),
+    "wrong line prefix": (
+        wording(clause("HOM-COV-01")),
+        "line 5: clause id HOM-COV-01 has prefix HOM; this line's prefix is MTR",
+    ),
+    "bad id pattern": (
+        wording(clause("MTR-COVER-1")),
+        "line 5: clause id 'MTR-COVER-1' does not match MTR-<SEG>-<NN>",
+    ),
+    "unknown kind": (
+        wording(COV_01.replace("Kind: cover", "Kind: promise")),
+        "line 6: unknown Kind 'promise'",
+    ),
+    "unknown visibility": (
+        wording(EXC_01.replace("Kind: exclusion", "Kind: exclusion\nVisibility: secret")),
+        "line 7: unknown Visibility 'secret'",
+    ),
+    "empty body": (
+        wording("## MTR-COV-01 - Accidental damage to your car while you drive it\nKind: cover\n"),
+        "line 5: MTR-COV-01 has no text",
+    ),
+    "reference to a clause not in the version": (
+        wording(clause("MTR-COV-01", body="See MTR-EXC-09 for what is excluded.")),
+        "line 8: MTR-COV-01 refers to MTR-EXC-09, which is not in this version",
+    ),
+}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_a_malformed_wording_fails_with_line_numbers_and_publishes_nothing(
+    case, source_file, capsys
+):
+    text, expected = MALFORMED[case]
+    path = source_file(text)
+    # when
+    with pytest.raises(CommandError) as raised:
+        ingest_command(path, "2026.2")
+    # then the command fails (non-zero exit) naming the source line
+    assert "failed ingestion" in str(raised.value)
+    assert "nothing was published" in str(raised.value)
+    err = capsys.readouterr().err
+    assert f"{path}:{expected.removeprefix('line ').split(':')[0]}:" in err
+    version = WordingVersion.objects.get(label="2026.2")
+    assert version.status == "failed"
+    messages = [f"line {e['line']}: {e['message']}" for e in version.validation_errors]
+    assert any(m.startswith(expected) for m in messages), messages
+    # nothing is published: no clause rows, no clause objects, no manifest
+    assert Clause.objects.count() == 0
+    assert version.manifest_key == ""
+    assert objects_list("wording/") == [version.source.name]
+
+
+def test_the_command_exits_non_zero_from_the_shell(tmp_path):
+    """A real process: line-numbered errors on stderr and exit code 1."""
+    from tests.test_foundation import run_manage
+
+    bad = tmp_path / "bad.md"
+    bad.write_text(wording(COV_01, clause("MTR-COV-01", body="Again.")))
+    env = {"NORTHWIND_VAR_DIR": str(tmp_path / "var")}
+    assert run_manage("migrate", "-v", "0", env=env).returncode == 0
+    result = run_manage(
+        "ingest_wording", str(bad), "--document", "NW-MOTOR", "--version", "2026.2", env=env
+    )
+    assert result.returncode == 1
+    assert f"{bad}:10: duplicate clause id MTR-COV-01 (first used at line 5)" in result.stderr
+
+
+@pytest.mark.django_db
+def test_a_dropped_id_can_never_reappear(source_file, capsys):
+    ingest_command(source_file(wording(COV_01, EXC_01, clause("MTR-COV-02"))), "2026.1")
+    ingest_command(source_file(wording(COV_01, EXC_01), "v2.md"), "2026.2")
+    # when MTR-COV-02, dropped in 2026.2, comes back in 2026.3
+    with pytest.raises(CommandError):
+        ingest_command(
+            source_file(wording(COV_01, EXC_01, clause("MTR-COV-02")), "v3.md"), "2026.3"
+        )
+    # then
+    assert (
+        "v3.md:15: MTR-COV-02 was dropped before (it is not in 2026.2)" in capsys.readouterr().err
+    )
+    assert not WordingVersion.objects.get(label="2026.3").clauses.exists()
+
+
+@pytest.mark.django_db
+def test_new_ids_are_only_appended(source_file, capsys):
+    ingest_command(source_file(wording(COV_01, clause("MTR-COV-03"))), "2026.1")
+    with pytest.raises(CommandError):
+        ingest_command(
+            source_file(wording(COV_01, clause("MTR-COV-03"), clause("MTR-COV-02")), "v2.md"),
+            "2026.2",
+        )
+    assert "MTR-COV-02 is a new id but earlier versions already went up to MTR-COV-03" in (
+        capsys.readouterr().err
+    )
+    # appending past the highest is fine
+    ingest_command(
+        source_file(wording(COV_01, clause("MTR-COV-03"), clause("MTR-COV-04")), "v3.md"), "2026.3"
+    )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["/no/such/file.md", "--document", "NW-MOTOR", "--version", "1"], "No such file"),
+        (["{path}", "--document", "NW-TRAVEL", "--version", "1"], "Unknown document 'NW-TRAVEL'"),
+        (
+            ["{path}", "--document", "NW-MOTOR", "--version", "1", "--effective-from", "1/7/26"],
+            "--effective-from must be a date as YYYY-MM-DD, not '1/7/26'",
+        ),
+        (
+            ["{path}", "--document", "NW-MOTOR", "--version", "1", "--channels", "carrier-pigeon"],
+            "unknown: carrier-pigeon",
+        ),
+        (
+            [
+                "{path}",
+                "--document",
+                "NW-MOTOR",
+                "--version",
+                "1",
+                "--effective-from",
+                "2026-07-01",
+                "--effective-to",
+                "2026-01-01",
+            ],
+            "The effective window must end after it starts",
+        ),
+    ],
+)
+def test_bad_arguments_are_clear_command_errors(args, message, source_file):
+    path = source_file(VALID)
+    with pytest.raises(CommandError, match=message.replace("(", r"\(")):
+        call_command("ingest_wording", *[a.format(path=path) for a in args])
+    assert not Clause.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_crash_part_way_leaves_the_serving_release_serving(users, monkeypatch):
+    # given an approved 2026.1 serving today
+    old = ingested_version(
+        wording(COV_01, EXC_01),
+        label="2026.1",
+        effective_from=date(2025, 7, 1),
+        effective_to=date(2026, 7, 1),
+    )
+    release = release_request(version_id=old.pk, acting_user=users["editor"])
+    release_approve(release_id=release.pk, acting_user=users["approver"])
+    # when storage fails after the first clause object of 2026.2
+    real_write = ingestion.object_write_once
+    calls = []
+
+    def failing_write(key: str, data: bytes) -> bool:
+        calls.append(key)
+        if len(calls) > 1:
+            raise ingestion.StorageUnavailable("object storage unavailable: test outage")
+        return real_write(key, data)
+
+    monkeypatch.setattr(ingestion, "object_write_once", failing_write)
+    new = wording_version_create(
+        document_id="NW-MOTOR",
+        label="2026.2",
+        source_bytes=VALID.encode(),
+        filename="v.md",
+        effective_from=date(2026, 7, 1),
+        effective_to=None,
+        channels=["direct"],
+        acting_user=None,
+        queue_ingestion=False,
+    )
+    result = wording_version_ingest(version_id=new.pk)
+    # then 2026.2 failed visibly, published no rows and no manifest
+    assert result.outcome == "failed"
+    new.refresh_from_db()
+    assert new.status == "failed"
+    assert new.validation_errors == [
+        {"line": None, "message": "object storage unavailable: test outage"}
+    ]
+    assert not new.clauses.exists()
+    assert not any("manifest" in k for k in objects_list(PREFIX))
+    # and 2026.1 still serves
+    lookup = release_approved_for_date(line="motor", on=date(2026, 3, 1))
+    assert lookup.kind == "found" and lookup.window.label == "2026.1"
+    # when storage is back, ingesting again completes
+    monkeypatch.setattr(ingestion, "object_write_once", real_write)
+    assert wording_version_ingest(version_id=new.pk).outcome == "ingested"
+    assert new.clauses.count() == 4
+
+
+@pytest.mark.django_db
+def test_ingestion_fails_visibly_after_bounded_retries_when_storage_is_down(storage_down):
+    # given a version whose source was stored
+    version = wording_version_create(
+        document_id="NW-MOTOR",
+        label="2026.2",
+        source_bytes=VALID.encode(),
+        filename="v.md",
+        effective_from=date(2026, 7, 1),
+        effective_to=None,
+        channels=["direct"],
+        acting_user=None,
+        queue_ingestion=False,
+    )
+    # when storage goes down
+    storage_down()
+    started = time.monotonic()
+    result = wording_version_ingest(version_id=version.pk)
+    elapsed = time.monotonic() - started
+    # then it fails within seconds, saying so
+    assert elapsed < 20, elapsed
+    assert result.outcome == "failed"
+    version.refresh_from_db()
+    assert version.status == "failed"
+    [error] = version.validation_errors
+    assert error["line"] is None
+    assert error["message"].startswith("object storage unavailable: could not read")
+    assert "after 3 attempts" in error["message"]
+    assert not version.clauses.exists()
+
+
+@pytest.mark.django_db
+def test_uploading_while_storage_is_down_keeps_a_failed_version(storage_down):
+    storage_down()
+    version = wording_version_create(
+        document_id="NW-MOTOR",
+        label="2026.2",
+        source_bytes=VALID.encode(),
+        filename="v.md",
+        effective_from=date(2026, 7, 1),
+        effective_to=None,
+        channels=["direct"],
+        acting_user=None,
+    )
+    assert version.status == "failed"
+    assert "The source could not be stored" in version.validation_errors[0]["message"]
+    assert wording_version_ingest(version_id=version.pk).outcome == "failed"
+
+
+@pytest.mark.django_db
+def test_upload_queues_ingestion_on_commit(django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        version = wording_version_create(
+            document_id="NW-MOTOR",
+            label="2026.2",
+            source_bytes=VALID.encode(),
+            filename="v.md",
+            effective_from=date(2026, 7, 1),
+            effective_to=None,
+            channels=["direct"],
+            acting_user=None,
+        )
+    assert len(callbacks) == 1
+    version.refresh_from_db()
+    assert version.status == "ingested"
+    assert version.clauses.count() == 4
+
+
+def test_embeddings_are_left_empty_when_no_embedder_can_load(monkeypatch, caplog):
+    monkeypatch.setitem(sys.modules, "knowledge.embedding", None)  # import fails
+    assert clause_embeddings_compute(["a", "b"]) == [None, None]
+    assert "no clause embeddings" in caplog.text
+
+
+def test_embeddings_are_float32_bytes_one_per_text(monkeypatch):
+    import types
+
+    import numpy as np
+
+    class Fake:
+        name = "fake-2d"
+
+        def encode(self, texts):
+            return np.array([[0.6, 0.8]] * len(texts), dtype=np.float32)
+
+    module = types.SimpleNamespace(default_embedder=lambda: Fake())
+    monkeypatch.setitem(sys.modules, "knowledge.embedding", module)
+    [first, second] = clause_embeddings_compute(["a", "b"])
+    assert np.frombuffer(first, dtype=np.float32).tolist() == pytest.approx([0.6, 0.8])
+    assert first == second
+
+
+@pytest.mark.django_db
+def test_clause_rows_carry_embeddings_when_an_embedder_is_there(monkeypatch):
+    import types
+
+    import numpy as np
+
+    class Fake:
+        name = "fake-2d"
+
+        def encode(self, texts):
+            return np.array([[1.0, 0.0]] * len(texts), dtype=np.float32)
+
+    monkeypatch.setitem(
+        sys.modules, "knowledge.embedding", types.SimpleNamespace(default_embedder=lambda: Fake())
+    )
+    version = ingested_version()
+    assert version.embedding_model == "fake-2d"
+    embedding = version.clauses.first().embedding
+    assert np.frombuffer(bytes(embedding), dtype=np.float32).tolist() == [1.0, 0.0]
