@@ -118,8 +118,8 @@ def test_schedule_wording_route_asks_the_knowledge_base_for_the_line(monkeypatch
         asked.append(line)
         return APPROVED[line]
 
-    monkeypatch.setattr(knowledge.selectors, "approved_release_windows", approved_release_windows)
     demo_load(stdout=io.StringIO())
+    monkeypatch.setattr(knowledge.selectors, "approved_release_windows", approved_release_windows)
     route = schedule_wording_route(schedule_lookup("NW-HOM-310042").evidence, question_date=ASKED)
     assert outcome(route) == ("routed", "2026.2")
     assert route.document_id == "NW-HOME"
