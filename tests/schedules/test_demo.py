@@ -4,7 +4,6 @@ These tests read schedules from the database, so both passes of ``.ci/run``
 (SQLite, then PostgreSQL) route the demo policies.
 """
 
-import importlib.util
 import io
 from dataclasses import dataclass
 from datetime import date
@@ -126,9 +125,6 @@ def test_schedule_wording_route_asks_the_knowledge_base_for_the_line(monkeypatch
     assert asked == ["home"]
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("knowledge.demo") is None, reason="the knowledge demo is not there yet"
-)
 def test_load_demo_routes_every_demo_policy_as_documented():
     """End to end: the real demo releases, through the knowledge selectors."""
     from django.core.management import call_command
