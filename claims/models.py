@@ -1,1 +1,188 @@
-"""Models of the claims app."""
+"""Conversations, turns (the run records) and the pending-answers queue."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from simple_history.models import HistoricalRecords
+
+
+class Conversation(models.Model):
+    """A customer's conversation with the claim agent, owned by one API client."""
+
+    class Channel(models.TextChoices):
+        WEB = "web", "Web"
+        APP = "app", "App"
+        PHONE = "phone", "Phone"
+
+    client = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="conversations"
+    )
+    channel = models.CharField(max_length=10, choices=Channel.choices, default=Channel.WEB)
+    policy_number = models.CharField(max_length=32, blank=True)
+    line = models.CharField(max_length=16, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(channel__in=["web", "app", "phone"]), name="conversation_channel_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Conversation {self.pk} ({self.policy_number or 'no policy yet'})"
+
+
+class Turn(models.Model):
+    """One customer message processed by the agent: its run record.
+
+    Written once by the turn's record step and never edited. The customer's
+    message is stored with personal data masked.
+    """
+
+    class GuidanceStatus(models.TextChoices):
+        ANSWERED = "answered"
+        NO_CLAUSE_SELECTED = "no_clause_selected"
+        KNOWLEDGE_UNAVAILABLE = "knowledge_unavailable"
+        NO_APPROVED_VERSION = "no_approved_version"
+        LINE_UNCONFIRMED = "line_unconfirmed"
+        SCHEDULE_NOT_FOUND = "schedule_not_found"
+        WORDING_NOT_ROUTABLE = "wording_not_routable"
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="turns")
+    trace_id = models.CharField(max_length=64, unique=True, default=uuid.uuid4)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    message = models.TextField(help_text="The customer's message, personal data masked.")
+    reply = models.TextField()
+    guidance_status = models.CharField(max_length=32, choices=GuidanceStatus.choices)
+    line = models.CharField(max_length=16, blank=True, db_index=True)
+    policy_number = models.CharField(max_length=32, blank=True)
+    wording_version = models.ForeignKey(
+        "knowledge.WordingVersion", null=True, blank=True, on_delete=models.SET_NULL
+    )
+    wording_document = models.CharField(max_length=32, blank=True)
+    wording_label = models.CharField(max_length=32, blank=True)
+    wording_reason = models.TextField(blank=True)
+    directory = models.JSONField(default=list, help_text="[clause id, title] pairs shown.")
+    selection_raw = models.JSONField(default=list, help_text="Ids the model named.")
+    selection_rejected = models.TextField(blank=True)
+    requested_ids = models.JSONField(default=list)
+    returned_ids = models.JSONField(default=list)
+    not_found_ids = models.JSONField(default=list)
+    cited_ids = models.JSONField(default=list)
+    guard_findings = models.JSONField(default=list)
+    limitations = models.JSONField(default=list)
+    facts = models.JSONField(default=dict)
+    schedule_summary = models.JSONField(null=True, blank=True)
+    timings_ms = models.JSONField(default=dict)
+    model_name = models.CharField(max_length=64)
+    draft_writer = models.CharField(max_length=64, blank=True)
+    pending_question = models.ForeignKey(
+        "PendingQuestion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(
+                    guidance_status__in=[
+                        "answered",
+                        "no_clause_selected",
+                        "knowledge_unavailable",
+                        "no_approved_version",
+                        "line_unconfirmed",
+                        "schedule_not_found",
+                        "wording_not_routable",
+                    ]
+                ),
+                name="turn_guidance_status_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Turn {self.trace_id} ({self.guidance_status})"
+
+
+class PendingQuestion(models.Model):
+    """A question the agent could not answer or must not decide, for staff."""
+
+    class Reason(models.TextChoices):
+        NEEDS_DECISION = "needs_decision", "Needs a decision"
+        NO_CLAUSE = "no_clause", "No clause answers it"
+        KNOWLEDGE_UNAVAILABLE = "knowledge_unavailable", "Wording store unavailable"
+        NO_APPROVED_VERSION = "no_approved_version", "No approved wording version"
+        OUT_OF_SCOPE = "out_of_scope", "Out of scope (wording not routable)"
+
+    class Status(models.TextChoices):
+        OPEN = "open", "Open"
+        ANSWERED = "answered", "Answered"
+        DISMISSED = "dismissed", "Dismissed"
+
+    question = models.TextField(help_text="The customer's question, personal data masked.")
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="pending_questions"
+    )
+    turn = models.ForeignKey(
+        Turn, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    line = models.CharField(max_length=16, blank=True, db_index=True)
+    policy_number = models.CharField(max_length=32, blank=True)
+    reason = models.CharField(max_length=32, choices=Reason.choices, db_index=True)
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.OPEN, db_index=True
+    )
+    evidence = models.JSONField(
+        default=dict, help_text="The turn's evidence: wording, clauses fetched, limitations."
+    )
+    assignee = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    staff_answer = models.TextField(blank=True)
+    proposed_content = models.TextField(
+        blank=True, help_text="A draft clause or card so the same question is answered next time."
+    )
+    dismiss_reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    taken_at = models.DateTimeField(null=True, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+    closed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["open", "answered", "dismissed"]),
+                name="pending_question_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    reason__in=[
+                        "needs_decision",
+                        "no_clause",
+                        "knowledge_unavailable",
+                        "no_approved_version",
+                        "out_of_scope",
+                    ]
+                ),
+                name="pending_question_reason_valid",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="answered") | ~Q(staff_answer=""),
+                name="pending_question_answered_has_answer",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.reference} ({self.get_reason_display()}, {self.status})"
+
+    @property
+    def reference(self) -> str:
+        return f"PQ-{self.pk}"

@@ -157,6 +157,7 @@ class OnnxMiniLMEmbedder:
             str(_model_path()), sess_options=options, providers=["CPUExecutionProvider"]
         )
         self._input_names = {i.name for i in self._session.get_inputs()}
+        self._memo: dict[str, np.ndarray] = {}
 
     def _encode_one(self, text: str) -> np.ndarray:
         enc = self._tokenizer.encode(text)
@@ -175,8 +176,27 @@ class OnnxMiniLMEmbedder:
             texts = [texts]
         out = np.empty((len(texts), DIMENSION), dtype=np.float32)
         for i, text in enumerate(texts):
-            out[i] = self._encode_one(text)
+            out[i] = self._encode_cached(text)
         return out
+
+    def _encode_cached(self, text: str) -> np.ndarray:
+        """Encode with a bounded in-process memo.
+
+        The model is deterministic, so re-ingesting the same clause text (a
+        new version that keeps most clauses, the demo data loaded again, a
+        customer repeating a question) reuses the vector instead of paying
+        ~60 ms per clause again.
+        """
+        vector = self._memo.get(text)
+        if vector is None:
+            vector = self._encode_one(text)
+            if len(self._memo) >= MEMO_SIZE:
+                self._memo.pop(next(iter(self._memo)))
+            self._memo[text] = vector
+        return vector
+
+
+MEMO_SIZE = 4096
 
 
 @functools.cache

@@ -31,7 +31,13 @@ ROLE_PERMISSIONS: dict[str, list[str]] = {
     ],
     # Queue agents read the schedule a pending question is about; holder
     # contact details (schedules.view_personal_data) stay with administrators.
-    QUEUE_AGENT: ["schedules.view_policyschedule"],
+    QUEUE_AGENT: [
+        "schedules.view_policyschedule",
+        "claims.view_pendingquestion",
+        "claims.change_pendingquestion",
+        "claims.view_turn",
+        "claims.view_conversation",
+    ],
 }
 
 

@@ -252,6 +252,12 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
 }
 
+# --- Claim agent -----------------------------------------------------------
+# The offline clause selector the agent uses: hybrid (default), bm25, embedding
+# or baseline (the seed's keyword ranker, kept for comparison only).
+CLAIM_AGENT_MODEL = os.environ.get("CLAIM_AGENT_MODEL", "hybrid")
+CLAIM_AGENT_CLAUSE_STORE = "knowledge.clause_store.StorageClauseStore"
+
 # --- Security (production) -----------------------------------------------
 # HTTPS=true is how a deployment behind TLS says so; check --deploy is then clean.
 HTTPS = env_bool("HTTPS", False)

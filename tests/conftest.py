@@ -44,6 +44,35 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def demo(db):
+    """The demo data, loaded with the real command (``python manage.py load_demo``)."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("load_demo", stdout=out)
+    return out.getvalue()
+
+
+@pytest.fixture
+def api_client(demo):
+    """A REST client authenticated as the demo API client, by its token."""
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    token = Token.objects.get(user__username="demo-client")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+@pytest.fixture(autouse=True)
 def _isolated_storage(settings, tmp_path):
     """Give every test its own storage area: a temp folder, or a fresh S3 prefix."""
     storages = {**settings.STORAGES}

@@ -1,0 +1,257 @@
+"""Admin: read-only run records, and the pending-answers queue worked through services."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django import forms
+from django.contrib import admin, messages
+from django.http import HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.html import format_html
+from simple_history.admin import SimpleHistoryAdmin
+
+from claims.models import Conversation, PendingQuestion, Turn
+from claims.services import (
+    PendingQuestionError,
+    pending_question_answer,
+    pending_question_dismiss,
+    pending_question_take,
+)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Turn)
+class TurnAdmin(ReadOnlyAdmin):
+    list_display = [
+        "created_at",
+        "trace_id",
+        "guidance_status",
+        "line",
+        "policy_number",
+        "wording_label",
+        "cited",
+        "model_name",
+    ]
+    list_filter = ["guidance_status", "line", "created_at", "model_name"]
+    date_hierarchy = "created_at"
+    search_fields = ["trace_id", "policy_number", "message"]
+    readonly_fields = [f.name for f in Turn._meta.fields]
+
+    @admin.display(description="cited")
+    def cited(self, turn: Turn) -> str:
+        return ", ".join(turn.cited_ids) or "—"
+
+
+class TurnInline(admin.TabularInline):
+    model = Turn
+    fields = ["created_at", "message", "reply", "guidance_status", "cited_ids"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Conversation)
+class ConversationAdmin(ReadOnlyAdmin):
+    list_display = ["pk", "client", "channel", "policy_number", "line", "created_at"]
+    list_filter = ["channel", "line"]
+    search_fields = ["policy_number"]
+    inlines = [TurnInline]
+
+
+class AgeFilter(admin.SimpleListFilter):
+    title = "age"
+    parameter_name = "age"
+
+    def lookups(self, request, model_admin):
+        return [
+            ("1d", "Older than a day"),
+            ("3d", "Older than 3 days"),
+            ("7d", "Older than a week"),
+        ]
+
+    def queryset(self, request, queryset):
+        days = {"1d": 1, "3d": 3, "7d": 7}.get(self.value() or "")
+        if days:
+            return queryset.filter(created_at__lt=timezone.now() - timedelta(days=days))
+        return queryset
+
+
+class AnswerForm(forms.Form):
+    answer = forms.CharField(widget=forms.Textarea(attrs={"rows": 6, "cols": 80}))
+    proposed_content = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 6, "cols": 80}),
+        help_text="Optional: a draft clause or answer card, so the next customer gets it.",
+    )
+
+
+class DismissForm(forms.Form):
+    reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 3, "cols": 80}))
+
+
+@admin.register(PendingQuestion)
+class PendingQuestionAdmin(SimpleHistoryAdmin):
+    list_display = [
+        "reference_link",
+        "created_at",
+        "reason",
+        "status",
+        "line",
+        "policy_number",
+        "assignee",
+        "short_question",
+    ]
+    list_filter = ["status", "reason", "line", AgeFilter, "assignee"]
+    search_fields = ["question", "policy_number"]
+    ordering = ["status", "created_at"]
+    actions = ["take_selected"]
+    readonly_fields = [
+        "question",
+        "conversation",
+        "turn",
+        "line",
+        "policy_number",
+        "reason",
+        "status",
+        "evidence",
+        "assignee",
+        "staff_answer",
+        "proposed_content",
+        "dismiss_reason",
+        "created_at",
+        "taken_at",
+        "closed_at",
+        "closed_by",
+        "work_links",
+    ]
+    fields = readonly_fields
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="reference", ordering="pk")
+    def reference_link(self, entry: PendingQuestion) -> str:
+        url = reverse("admin:claims_pendingquestion_change", args=[entry.pk])
+        return format_html('<a href="{}">{}</a>', url, entry.reference)
+
+    @admin.display(description="question")
+    def short_question(self, entry: PendingQuestion) -> str:
+        return entry.question[:90]
+
+    @admin.display(description="work this entry")
+    def work_links(self, entry: PendingQuestion) -> str:
+        if entry.status != PendingQuestion.Status.OPEN:
+            return "Closed."
+        return format_html(
+            '<a class="button" href="{}">Take</a> <a class="button" href="{}">Answer</a> '
+            '<a class="button" href="{}">Dismiss</a>',
+            reverse("admin:claims_pendingquestion_take", args=[entry.pk]),
+            reverse("admin:claims_pendingquestion_answer", args=[entry.pk]),
+            reverse("admin:claims_pendingquestion_dismiss", args=[entry.pk]),
+        )
+
+    def get_urls(self):
+        return [
+            path(
+                "<int:pk>/take/",
+                self.admin_site.admin_view(self.take_view),
+                name="claims_pendingquestion_take",
+            ),
+            path(
+                "<int:pk>/answer/",
+                self.admin_site.admin_view(self.answer_view),
+                name="claims_pendingquestion_answer",
+            ),
+            path(
+                "<int:pk>/dismiss/",
+                self.admin_site.admin_view(self.dismiss_view),
+                name="claims_pendingquestion_dismiss",
+            ),
+            *super().get_urls(),
+        ]
+
+    def _back(self, pk: int):
+        return HttpResponseRedirect(reverse("admin:claims_pendingquestion_change", args=[pk]))
+
+    def take_view(self, request, pk: int):
+        try:
+            entry = pending_question_take(entry_id=pk, acting_user=request.user)
+            self.message_user(request, f"{entry.reference} is now yours.", messages.SUCCESS)
+        except (PendingQuestionError, PendingQuestion.DoesNotExist) as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+        return self._back(pk)
+
+    @admin.action(description="Take the selected entries")
+    def take_selected(self, request, queryset):
+        for entry in queryset.order_by("pk"):
+            try:
+                pending_question_take(entry_id=entry.pk, acting_user=request.user)
+            except PendingQuestionError as exc:
+                self.message_user(request, str(exc), messages.ERROR)
+
+    def _form_view(self, request, pk: int, form_class, title: str, act):
+        entry = self.get_object(request, str(pk))
+        if entry is None:
+            self.message_user(request, "No such entry.", messages.ERROR)
+            return HttpResponseRedirect(reverse("admin:claims_pendingquestion_changelist"))
+        form = form_class(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            try:
+                act(entry, form.cleaned_data)
+                self.message_user(request, f"{entry.reference}: done.", messages.SUCCESS)
+                return self._back(pk)
+            except PendingQuestionError as exc:
+                self.message_user(request, str(exc), messages.ERROR)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"{title} {entry.reference}",
+            "entry": entry,
+            "form": form,
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/claims/pendingquestion/work_form.html", context)
+
+    def answer_view(self, request, pk: int):
+        return self._form_view(
+            request,
+            pk,
+            AnswerForm,
+            "Answer",
+            lambda entry, data: pending_question_answer(
+                entry_id=entry.pk,
+                acting_user=request.user,
+                answer=data["answer"],
+                proposed_content=data["proposed_content"],
+            ),
+        )
+
+    def dismiss_view(self, request, pk: int):
+        return self._form_view(
+            request,
+            pk,
+            DismissForm,
+            "Dismiss",
+            lambda entry, data: pending_question_dismiss(
+                entry_id=entry.pk, acting_user=request.user, reason=data["reason"]
+            ),
+        )

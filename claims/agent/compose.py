@@ -1,0 +1,402 @@
+"""The grounded composer: a reply draft built only from what the turn fetched.
+
+It leads with what was asked (the limit, the exclusion, whether the schedule
+lists the cover) and quotes the clause's own terms word for word, so the
+customer reads the wording and not a paraphrase. It never decides a claim:
+the most it says is that the policy includes a benefit, subject to the claim
+being accepted.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from claims.agent.types import ComposeInputs, Draft, GuidanceStatus, PendingReason
+
+# --- the customer's words ----------------------------------------------------
+
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_STOP = frozenset(
+    """a about above after again all am an and any are as at be been before being below
+    between both but by can could did do does doing down during each few for from further
+    had has have having he her here hers him his how i if in into is it its itself just me
+    more most my myself no nor not now of off on once only or other our ours out over own
+    same she should so some such than that the their theirs them then there these they this
+    those through to too under until up very was we were what when where which while who
+    whom why will with would you your yours u ur im i'm it's dont don't does doesn't
+    is isn't can't cant get got gonna wanna pls please hi hey hello thanks thank ok okay
+    policy insurance northwind still also much many""".split()
+)
+# Customer words mapped to the wording's words, so a part can be matched on
+# either (the selector already chose the clause; this only ranks its parts).
+_SYNONYMS = {
+    "rental": "hire",
+    "rent": "hire",
+    "rented": "hire",
+    "renting": "hire",
+    "loan": "hire",
+    "petrol": "fuel",
+    "gas": "fuel",
+    "gasoline": "fuel",
+    "diesel": "fuel",
+    "windshield": "windscreen",
+    "deductible": "excess",
+    "deductable": "excess",
+    "totaled": "total",
+    "totalled": "total",
+    "writeoff": "total",
+    "write": "total",
+    "toll": "tolls",
+    "parking": "parking",
+    "ticket": "fines",
+    "fine": "fines",
+    "cab": "taxi",
+    "uber": "ride",
+    "bus": "public",
+    "train": "public",
+    "stolen": "theft",
+    "nicked": "theft",
+    "pinched": "theft",
+    "robbed": "theft",
+    "burglary": "theft",
+    "steal": "theft",
+    "stole": "theft",
+    "long": "days",
+    "daily": "day",
+    "per": "day",
+}
+_MONEY_WORDS = frozenset(
+    "pay paid pays cost costs much limit covered cover covers reimburse refund money max"
+    " maximum amount claim price dollars nzd".split()
+)
+_TIME_WORDS = frozenset("long start starts end ends until days weeks when time how".split())
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def terms(text: str) -> set[str]:
+    """Content words of ``text``, stemmed, with customer synonyms added."""
+    out: set[str] = set()
+    for word in _WORD.findall(text.lower()):
+        if word in _STOP or len(word) < 3:
+            continue
+        out.add(_stem(word))
+        if word in _SYNONYMS:
+            out.add(_stem(_SYNONYMS[word]))
+    return out
+
+
+# --- the clause's parts ------------------------------------------------------
+
+# The clause stating its own exclusion ("Not included:", "We do not cover"),
+# not a sentence about someone else ("The NHC does not cover ...").
+_NEGATIVE = re.compile(
+    r"^(not included|not covered|excluded)\b|\b(we do not cover|we don't cover|"
+    r"we do not pay|is not covered|are not covered|not included)\b",
+    re.IGNORECASE,
+)
+# Words that say "does it pay" without naming what: they rank no part.
+_GENERIC = frozenset(
+    _stem(w) for w in "pay paid cover covered covers claim claims policy insured get help".split()
+)
+_AMOUNT = re.compile(r"\b(NZD|\$)\s?[\d,]+|\bup to\b|\blimit\b", re.IGNORECASE)
+_DURATION = re.compile(r"\b(starts?|ends?|days?|weeks?|until|whichever is first)\b", re.IGNORECASE)
+_META = re.compile(r"^(Kind|Schedule section|Visibility|Refers to):", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Part:
+    """A line of a clause: a sentence-bearing paragraph or a bullet, with its lead-in."""
+
+    text: str  # verbatim from the clause
+    lead_in: str  # the "We do not cover:" line a bullet hangs from, verbatim, or ""
+    terms: frozenset[str]
+
+    @property
+    def negative(self) -> bool:
+        return bool(_NEGATIVE.search(self.text) or _NEGATIVE.search(self.lead_in))
+
+    @property
+    def has_amount(self) -> bool:
+        return bool(_AMOUNT.search(self.text))
+
+    @property
+    def has_duration(self) -> bool:
+        return bool(_DURATION.search(self.text))
+
+
+def clause_parts(text: str) -> list[Part]:
+    parts: list[Part] = []
+    lead_in = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or _META.match(line) or line.startswith(">"):
+            continue
+        is_bullet = line.startswith(("- ", "* ", "• "))
+        body = line[2:].strip() if is_bullet else line
+        if not is_bullet:
+            lead_in = line if line.endswith(":") else ""
+            if line.endswith(":"):
+                continue
+        context = lead_in if is_bullet else ""
+        parts.append(Part(body, context, frozenset(terms(f"{context} {body}"))))
+    return parts
+
+
+# --- intents -------------------------------------------------------------------
+
+_DECISION_ASK = re.compile(
+    r"\b(will|would|are|can) (you|northwind|u|ya|they) (guys )?(definitely |actually )?"
+    r"(pay|cover|approve|accept|refund|reimburse|settle|going to pay)\b"
+    r"|\bconfirm (that )?(you|northwind|u)\b"
+    r"|\b(approve|accept|pay out) (my|the|this) claim\b"
+    r"|\b(is|has) my claim (been )?(approved|accepted|covered|going to be paid)\b"
+    r"|\bwill my claim be (paid|approved|accepted)\b"
+    r"|\bguarantee\b|\bpromise\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_decision(message: str) -> bool:
+    """Does the customer ask Northwind to decide or commit to a claim?"""
+    return bool(_DECISION_ASK.search(message))
+
+
+# --- the reply -----------------------------------------------------------------
+
+LINE_NAMES = {"motor": "car", "home": "home", "contents": "contents"}
+
+
+def queue_sentence(reference: str) -> str:
+    """The one sentence about an action the agent may write (the guard checks it)."""
+    return (
+        f"I have added your question to our pending-answers queue (reference {reference}) "
+        "so that a member of our staff can answer it."
+    )
+
+
+def _quote(text: str) -> str:
+    return f"\u201c{text}\u201d"
+
+
+def _coverage_label(line: str, code: str) -> str:
+    from knowledge.coverage import COVERAGE_SECTIONS
+
+    label = COVERAGE_SECTIONS.get(line, {}).get(code, code.replace("_", " "))
+    return label[0].lower() + label[1:] if label else code
+
+
+def _schedule_statement(inputs: ComposeInputs, clause) -> tuple[str, bool]:
+    """Whether this policy's schedule switches the clause on, in words.
+
+    Returns the sentence and whether the clause applies to this policy.
+    """
+    section = clause.schedule_section
+    schedule = inputs.facts.schedule
+    if not section or schedule is None:
+        return "", True
+    label = _coverage_label(inputs.facts.line or "", section)
+    if section in schedule.coverage_sections:
+        return (
+            f"Your schedule ({schedule.policy_number}) lists {label}, so your policy includes "
+            f"this benefit, subject to the claim being accepted.",
+            True,
+        )
+    return (
+        f"{clause.clause_id} applies only if your schedule lists {label}, and your schedule "
+        f"({schedule.policy_number}) does not list it, so this benefit is not part of your "
+        "policy as it stands.",
+        False,
+    )
+
+
+def _general_parts(parts: list[Part], wants_time: bool) -> list[Part]:
+    """What a clause provides: its trigger, its limit, and when it starts."""
+    chosen = [parts[0]]
+    for part in parts[1:]:
+        if part.has_amount and not part.negative:
+            chosen.append(part)
+            break
+    for part in parts[1:]:
+        if part not in chosen and part.text.lower().startswith(("starts", "when it starts")):
+            chosen.append(part)
+            break
+    if wants_time:
+        chosen += [p for p in parts if p.has_duration and p not in chosen][:1]
+    return chosen[:3]
+
+
+def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
+    """Sentences answering from the returned clauses, and the ids they cite.
+
+    A question that names something the clause's title does not ("and the
+    petrol?") is answered with the parts that name it; a general question
+    ("will my policy pay for a rental car?") with what the clause provides,
+    its limit and when it starts. A further clause is quoted only when it
+    speaks to what was named, and only what is quoted is cited.
+    """
+    assert inputs.fetch is not None
+    message = inputs.message
+    asked = terms(message)
+    wants_money = bool(asked & _MONEY_WORDS) or "how much" in message.lower()
+    wants_time = bool(asked & _TIME_WORDS) and not wants_money
+    lines: list[str] = []
+    cited: list[str] = []
+    answered: set[str] = set()  # what the clauses already quoted speak about
+    for index, clause in enumerate(inputs.fetch.returned):
+        parts = clause_parts(clause.text)
+        if not parts:
+            continue
+        specific = asked - terms(clause.title) - _GENERIC - answered
+        answered |= terms(f"{clause.title} {clause.text}")
+        matching = sorted(
+            (p for p in parts if specific & p.terms),
+            key=lambda p: (len(specific & p.terms), p.negative),
+            reverse=True,
+        )
+        if index > 0 and not matching:
+            continue  # a supporting clause that says nothing about what was asked
+        chosen = matching[:2] if matching else _general_parts(parts, wants_time)
+        if matching and wants_money:
+            chosen += [p for p in parts if p.has_amount and p not in chosen][:1]
+        schedule_line, applies = _schedule_statement(inputs, clause)
+        heading = f"{clause.clause_id} ({clause.title})"
+        if index == 0 and not applies:
+            lines.append(schedule_line)
+            lines.append(f"For reference, {heading} says:")
+        elif matching and matching[0].negative:
+            lines.append(f"That is not included. {heading} says:")
+        elif index == 0:
+            lines.append(f"Here is what your wording says in {heading}:")
+        else:
+            lines.append(f"{heading} also says:")
+        for part in chosen[:3]:
+            quoted = f"{part.lead_in} {part.text}" if part.lead_in else part.text
+            lines.append(f"- {_quote(quoted)}")
+        if applies and schedule_line:
+            lines.append(schedule_line)
+        cited.append(clause.clause_id)
+        if len(cited) == 2:
+            break
+    return lines, cited
+
+
+def _schedule_fact_lines(inputs: ComposeInputs) -> list[str]:
+    schedule = inputs.facts.schedule
+    if schedule is None:
+        return []
+    text = inputs.message.lower()
+    if any(word in text for word in ("excess", "deductible", "deductable")):
+        return [f"Your schedule shows a basic excess of NZD {schedule.excess:,.0f}."]
+    return []
+
+
+def reply_compose(inputs: ComposeInputs, *, pending_reference: str | None) -> Draft:
+    """Write the reply for a turn from its facts, wording choice and clauses."""
+    facts, wording = inputs.facts, inputs.wording
+    status, reason = turn_assess(inputs)
+    limitations: list[str] = []
+    lines: list[str] = []
+    cited: list[str] = []
+    schedule = facts.schedule
+
+    if status is GuidanceStatus.SCHEDULE_NOT_FOUND:
+        lines.append(
+            f"I can't find a policy schedule for {facts.policy_number}. Please check the policy "
+            "number on your schedule or renewal notice (it looks like NW-MTR-123456) and send it "
+            "again. I have not guessed at which policy or wording applies."
+        )
+        limitations.append("No policy schedule was found for that policy number.")
+    elif status is GuidanceStatus.LINE_UNCONFIRMED:
+        lines.append(
+            "To answer from your policy wording I need your policy number. It is on your policy "
+            "schedule and looks like NW-MTR-123456. Once I have it, I can check the wording that "
+            "applies to your policy."
+        )
+        limitations.append("The product line is not confirmed: no policy number yet.")
+    elif status is GuidanceStatus.NO_APPROVED_VERSION:
+        lines.append(
+            f"I can't check the {facts.line} wording right now: no version of it is approved "
+            "for use, so I can't quote any clause."
+        )
+        limitations.append(f"No approved wording version for the {facts.line} line.")
+    elif status is GuidanceStatus.WORDING_NOT_ROUTABLE:
+        lines.append(
+            "I can't tell which version of the policy wording applies to your policy, so I "
+            f"can't quote any clause. {wording.reason}"
+        )
+        limitations.append(f"Wording not routable: {wording.reason}")
+    elif status is GuidanceStatus.KNOWLEDGE_UNAVAILABLE:
+        lines.append(
+            "I can't read the policy wording right now because the wording store is "
+            "unavailable, so I can't quote the clauses that apply. Your policy details "
+            "are unchanged and are shown with this reply."
+        )
+        limitations.append("The policy wording store is unavailable; no clause could be read.")
+    elif status is GuidanceStatus.NO_CLAUSE_SELECTED:
+        document = f"{wording.document_id} {wording.label}".strip()
+        lines.append(
+            f"I couldn't find a clause in your policy wording ({document}) that answers this "
+            "question, so I won't guess."
+        )
+        if inputs.selection is not None and inputs.selection.rejected:
+            limitations.append(f"The clause request was rejected: {inputs.selection.rejected}")
+        limitations.append("No clause of the wording answers this question.")
+    else:
+        answer_lines, cited = _answer_from_clauses(inputs)
+        lines.extend(answer_lines)
+        lines.extend(_schedule_fact_lines(inputs))
+
+    if schedule is not None and schedule.status != "active":
+        limitations.append(f"This policy's status is {schedule.status}.")
+        lines.append(f"Please note that your policy's status is {schedule.status}.")
+    if reason is PendingReason.NEEDS_DECISION:
+        lines.append(
+            "I can't decide whether a claim is accepted or paid; that is decided by our claims "
+            "staff once a claim is made."
+        )
+    if pending_reference:
+        lines.append(queue_sentence(pending_reference))
+    return Draft(
+        text="\n".join(line for line in lines if line),
+        cited_ids=tuple(cited),
+        status=status,
+        pending_reason=reason,
+        limitations=tuple(limitations),
+    )
+
+
+def turn_assess(inputs: ComposeInputs) -> tuple[GuidanceStatus, PendingReason | None]:
+    """The turn's guidance status and, if staff must take over, why."""
+    facts, wording = inputs.facts, inputs.wording
+    if facts.schedule_kind in ("no_evidence", "invalid_number"):
+        return GuidanceStatus.SCHEDULE_NOT_FOUND, None
+    if wording.kind == "line_unconfirmed":
+        return GuidanceStatus.LINE_UNCONFIRMED, None
+    if wording.kind == "no_approved_version":
+        return GuidanceStatus.NO_APPROVED_VERSION, PendingReason.NO_APPROVED_VERSION
+    if wording.kind == "not_routable":
+        return GuidanceStatus.WORDING_NOT_ROUTABLE, PendingReason.OUT_OF_SCOPE
+    fetch = inputs.fetch
+    if fetch is not None and fetch.status == "unavailable":
+        return GuidanceStatus.KNOWLEDGE_UNAVAILABLE, PendingReason.KNOWLEDGE_UNAVAILABLE
+    if fetch is None or not fetch.returned:
+        reason = PendingReason.NEEDS_DECISION if inputs.asks_for_decision else None
+        return GuidanceStatus.NO_CLAUSE_SELECTED, reason or PendingReason.NO_CLAUSE
+    if inputs.asks_for_decision:
+        return GuidanceStatus.ANSWERED, PendingReason.NEEDS_DECISION
+    return GuidanceStatus.ANSWERED, None
+
+
+def fallback_reply(pending_reference: str | None) -> str:
+    """What is sent when the guard leaves nothing of a draft."""
+    text = "I can't answer that from your policy wording."
+    if pending_reference:
+        text += " " + queue_sentence(pending_reference)
+    return text

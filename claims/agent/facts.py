@@ -1,0 +1,48 @@
+"""Step 1 of a turn: the facts the conversation has confirmed, and the schedule."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from claims.agent.types import Facts, PriorTurn, TurnRequest
+from claims.models import Conversation, Turn
+from schedules.lookup import schedule_lookup
+
+HISTORY_TURNS = 3
+
+
+def turn_facts_load(request: TurnRequest, *, question_date: date) -> Facts:
+    """Load the conversation's policy number, look up its schedule, and read history.
+
+    The line is confirmed only by a found schedule. An unknown number is *no
+    evidence*: nothing is guessed from it.
+    """
+    conversation = Conversation.objects.only("policy_number").get(pk=request.conversation_id)
+    policy_number = (request.policy_number or conversation.policy_number or "").strip().upper()
+    history = tuple(
+        PriorTurn(
+            message=row["message"],
+            cited_ids=tuple(row["cited_ids"]),
+            returned_ids=tuple(row["returned_ids"]),
+        )
+        for row in reversed(
+            Turn.objects.filter(conversation_id=request.conversation_id)
+            .order_by("-created_at", "-pk")
+            .values("message", "cited_ids", "returned_ids")[:HISTORY_TURNS]
+        )
+    )
+    if not policy_number:
+        return Facts(
+            None, "not_given", None, "No policy number given yet.", None, question_date, history
+        )
+    lookup = schedule_lookup(policy_number)
+    evidence = lookup.evidence if lookup.kind == "found" else None
+    return Facts(
+        policy_number=policy_number,
+        schedule_kind=lookup.kind,
+        schedule=evidence,
+        schedule_reason=lookup.reason,
+        line=evidence.line if evidence is not None else None,
+        question_date=question_date,
+        history=history,
+    )

@@ -1,0 +1,192 @@
+"""Value types passed between the steps of a claim agent turn.
+
+Every step takes and returns these frozen dataclasses. Results that can take
+several shapes carry a ``kind``/``status`` discriminator instead of ``None``
+meaning several different things.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING, Literal, Protocol
+
+if TYPE_CHECKING:
+    from knowledge.clause_store import ClauseFetch, FetchedClause
+    from knowledge.selectors import ClauseDirectory
+    from schedules.lookup import ScheduleEvidence
+
+MAX_CLAUSES = 3
+
+
+class GuidanceStatus(StrEnum):
+    ANSWERED = "answered"
+    NO_CLAUSE_SELECTED = "no_clause_selected"
+    KNOWLEDGE_UNAVAILABLE = "knowledge_unavailable"
+    NO_APPROVED_VERSION = "no_approved_version"
+    LINE_UNCONFIRMED = "line_unconfirmed"
+    SCHEDULE_NOT_FOUND = "schedule_not_found"
+    WORDING_NOT_ROUTABLE = "wording_not_routable"
+
+
+class PendingReason(StrEnum):
+    NEEDS_DECISION = "needs_decision"
+    NO_CLAUSE = "no_clause"
+    KNOWLEDGE_UNAVAILABLE = "knowledge_unavailable"
+    NO_APPROVED_VERSION = "no_approved_version"
+    OUT_OF_SCOPE = "out_of_scope"
+
+
+@dataclass(frozen=True)
+class PriorTurn:
+    """What an earlier turn of the same conversation asked and fetched."""
+
+    message: str
+    cited_ids: tuple[str, ...]
+    returned_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    conversation_id: int
+    client_id: int
+    message: str
+    policy_number: str | None  # given with this message; else the conversation's
+    received_at: datetime
+    trace_id: str
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the turn knows before it looks at any wording."""
+
+    policy_number: str | None
+    schedule_kind: Literal["found", "no_evidence", "invalid_number", "not_given"]
+    schedule: ScheduleEvidence | None
+    schedule_reason: str
+    line: str | None  # confirmed only by a found schedule
+    question_date: date
+    history: tuple[PriorTurn, ...] = ()
+
+    def public(self) -> dict:
+        """The confirmed facts as the API returns them."""
+        data: dict = {"question_date": self.question_date.isoformat()}
+        if self.policy_number:
+            data["policy_number"] = self.policy_number
+        if self.line:
+            data["line"] = self.line
+        if self.schedule is not None:
+            data["policy_status"] = self.schedule.status
+            data["sales_channel"] = self.schedule.sales_channel
+            if self.schedule.term_start:
+                data["term_start"] = self.schedule.term_start.isoformat()
+            if self.schedule.term_end:
+                data["term_end"] = self.schedule.term_end.isoformat()
+            data["coverage_sections"] = list(self.schedule.coverage_sections)
+        return data
+
+
+@dataclass(frozen=True)
+class WordingChoice:
+    """Which wording version serves this turn, or why none does."""
+
+    kind: Literal["routed", "line_unconfirmed", "no_approved_version", "not_routable"]
+    version_id: int | None = None
+    document_id: str = ""
+    label: str = ""
+    reason_code: str = ""
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class SelectionContext:
+    """What the selector may know besides the message and the directory."""
+
+    line: str
+    version_id: int
+    history: tuple[PriorTurn, ...] = ()
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The model's answer to "which clauses do you need", after the tool schema.
+
+    ``raw`` is what the model named; ``requested`` what the schema accepted
+    (at most three ids, each from the directory, in order); ``rejected`` says
+    why the schema refused the whole call, if it did.
+    """
+
+    raw: tuple[str, ...]
+    requested: tuple[str, ...]
+    not_in_directory: tuple[str, ...]
+    rejected: str = ""
+    scores: dict[str, float] = field(default_factory=dict)
+
+
+class ClauseModel(Protocol):
+    """Selects clause ids from a directory (and may write the draft)."""
+
+    name: str
+
+    def select(
+        self, *, message: str, directory: ClauseDirectory, context: SelectionContext
+    ) -> list[str]:
+        """Name the clause ids needed to answer ``message`` (the schema allows 3)."""
+        ...
+
+    def compose(self, *, inputs: ComposeInputs) -> str | None:
+        """Write a reply draft, or return None to use the grounded composer."""
+        ...
+
+
+@dataclass(frozen=True)
+class ComposeInputs:
+    message: str
+    facts: Facts
+    wording: WordingChoice
+    selection: Selection | None
+    fetch: ClauseFetch | None
+    pending_reason: PendingReason | None
+    asks_for_decision: bool
+
+
+@dataclass(frozen=True)
+class Draft:
+    text: str
+    cited_ids: tuple[str, ...]
+    status: GuidanceStatus
+    pending_reason: PendingReason | None
+    limitations: tuple[str, ...] = ()
+    writer: str = "grounded-composer"
+
+
+@dataclass(frozen=True)
+class GuardFinding:
+    rule: Literal["citation", "decision", "unbacked_action", "time_promise", "uncited_answer"]
+    action: Literal["removed_sentence", "removed_citation", "replaced_reply"]
+    excerpt: str
+
+
+@dataclass(frozen=True)
+class CheckedDraft:
+    text: str
+    cited_ids: tuple[str, ...]
+    findings: tuple[GuardFinding, ...]
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """Everything the record step stores and the API returns."""
+
+    request: TurnRequest
+    facts: Facts
+    wording: WordingChoice
+    directory_entries: tuple[tuple[str, str], ...]
+    selection: Selection | None
+    returned: tuple[FetchedClause, ...]
+    not_found: tuple[str, ...]
+    draft: Draft
+    checked: CheckedDraft
+    timings_ms: dict[str, float]
+    model_name: str

@@ -1,0 +1,41 @@
+"""Steps 2 and 3 of a turn: the confirmed line and the wording version.
+
+The version is chosen by deterministic code (``schedules.routing``), never by
+the model, and there is no constant fallback anywhere.
+"""
+
+from __future__ import annotations
+
+from claims.agent.types import Facts, WordingChoice
+
+
+def turn_wording_choose(facts: Facts) -> WordingChoice:
+    if facts.schedule is None or not facts.line:
+        return WordingChoice(kind="line_unconfirmed", reason="The product line is not confirmed.")
+    from knowledge.selectors import approved_release_windows
+    from schedules.routing import wording_route
+
+    releases = approved_release_windows(line=facts.line)
+    if not releases:
+        return WordingChoice(
+            kind="no_approved_version",
+            reason_code="no_approved_version",
+            reason=f"No version of the {facts.line} wording is approved for use.",
+        )
+    route = wording_route(
+        line=facts.line,
+        term_start=facts.schedule.term_start,
+        sales_channel=facts.schedule.sales_channel,
+        question_date=facts.question_date,
+        releases=releases,
+    )
+    if route.kind != "routed":
+        return WordingChoice(
+            kind="not_routable", reason_code=route.reason_code, reason=route.reason
+        )
+    return WordingChoice(
+        kind="routed",
+        version_id=route.version_id,
+        document_id=route.document_id,
+        label=route.label,
+    )
