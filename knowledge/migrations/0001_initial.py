@@ -7,7 +7,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -16,247 +15,673 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='HistoricalWordingDocument',
+            name="HistoricalWordingDocument",
             fields=[
-                ('id', models.BigIntegerField(auto_created=True, blank=True, db_index=True, verbose_name='ID')),
-                ('document_id', models.CharField(db_index=True, max_length=40)),
-                ('line', models.CharField(choices=[('motor', 'Motor'), ('home', 'Home'), ('contents', 'Contents')], max_length=16)),
-                ('title', models.CharField(blank=True, max_length=200)),
-                ('created_at', models.DateTimeField(blank=True, editable=False)),
-                ('history_id', models.AutoField(primary_key=True, serialize=False)),
-                ('history_date', models.DateTimeField(db_index=True)),
-                ('history_change_reason', models.CharField(max_length=100, null=True)),
-                ('history_type', models.CharField(choices=[('+', 'Created'), ('~', 'Changed'), ('-', 'Deleted')], max_length=1)),
-                ('history_user', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigIntegerField(
+                        auto_created=True, blank=True, db_index=True, verbose_name="ID"
+                    ),
+                ),
+                ("document_id", models.CharField(db_index=True, max_length=40)),
+                (
+                    "line",
+                    models.CharField(
+                        choices=[("motor", "Motor"), ("home", "Home"), ("contents", "Contents")],
+                        max_length=16,
+                    ),
+                ),
+                ("title", models.CharField(blank=True, max_length=200)),
+                ("created_at", models.DateTimeField(blank=True, editable=False)),
+                ("history_id", models.AutoField(primary_key=True, serialize=False)),
+                ("history_date", models.DateTimeField(db_index=True)),
+                ("history_change_reason", models.CharField(max_length=100, null=True)),
+                (
+                    "history_type",
+                    models.CharField(
+                        choices=[("+", "Created"), ("~", "Changed"), ("-", "Deleted")], max_length=1
+                    ),
+                ),
+                (
+                    "history_user",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'historical wording document',
-                'verbose_name_plural': 'historical wording documents',
-                'ordering': ('-history_date', '-history_id'),
-                'get_latest_by': ('history_date', 'history_id'),
+                "verbose_name": "historical wording document",
+                "verbose_name_plural": "historical wording documents",
+                "ordering": ("-history_date", "-history_id"),
+                "get_latest_by": ("history_date", "history_id"),
             },
             bases=(simple_history.models.HistoricalChanges, models.Model),
         ),
         migrations.CreateModel(
-            name='WordingDocument',
+            name="WordingDocument",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('document_id', models.CharField(max_length=40, unique=True)),
-                ('line', models.CharField(choices=[('motor', 'Motor'), ('home', 'Home'), ('contents', 'Contents')], max_length=16)),
-                ('title', models.CharField(blank=True, max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("document_id", models.CharField(max_length=40, unique=True)),
+                (
+                    "line",
+                    models.CharField(
+                        choices=[("motor", "Motor"), ("home", "Home"), ("contents", "Contents")],
+                        max_length=16,
+                    ),
+                ),
+                ("title", models.CharField(blank=True, max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['document_id'],
-                'constraints': [models.CheckConstraint(condition=models.Q(('line__in', ['motor', 'home', 'contents'])), name='wordingdocument_line_valid')],
+                "ordering": ["document_id"],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("line__in", ["motor", "home", "contents"])),
+                        name="wordingdocument_line_valid",
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='HistoricalWordingVersion',
+            name="HistoricalWordingVersion",
             fields=[
-                ('id', models.BigIntegerField(auto_created=True, blank=True, db_index=True, verbose_name='ID')),
-                ('label', models.CharField(max_length=40)),
-                ('source', models.TextField(blank=True, max_length=300)),
-                ('source_sha256', models.CharField(blank=True, max_length=64)),
-                ('effective_from', models.DateField()),
-                ('effective_to', models.DateField(blank=True, help_text='First day no longer covered; empty for open-ended.', null=True)),
-                ('channels', models.JSONField(default=list)),
-                ('status', models.CharField(choices=[('uploaded', 'Uploaded'), ('ingesting', 'Ingesting'), ('ingested', 'Ingested'), ('failed', 'Failed')], default='uploaded', max_length=16)),
-                ('validation_errors', models.JSONField(blank=True, default=list)),
-                ('manifest_key', models.CharField(blank=True, max_length=300)),
-                ('embedding_model', models.CharField(blank=True, max_length=100)),
-                ('ingested_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(blank=True, editable=False)),
-                ('history_id', models.AutoField(primary_key=True, serialize=False)),
-                ('history_date', models.DateTimeField(db_index=True)),
-                ('history_change_reason', models.CharField(max_length=100, null=True)),
-                ('history_type', models.CharField(choices=[('+', 'Created'), ('~', 'Changed'), ('-', 'Deleted')], max_length=1)),
-                ('created_by', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('history_user', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('document', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='knowledge.wordingdocument')),
+                (
+                    "id",
+                    models.BigIntegerField(
+                        auto_created=True, blank=True, db_index=True, verbose_name="ID"
+                    ),
+                ),
+                ("label", models.CharField(max_length=40)),
+                ("source", models.TextField(blank=True, max_length=300)),
+                ("source_sha256", models.CharField(blank=True, max_length=64)),
+                ("effective_from", models.DateField()),
+                (
+                    "effective_to",
+                    models.DateField(
+                        blank=True,
+                        help_text="First day no longer covered; empty for open-ended.",
+                        null=True,
+                    ),
+                ),
+                ("channels", models.JSONField(default=list)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("uploaded", "Uploaded"),
+                            ("ingesting", "Ingesting"),
+                            ("ingested", "Ingested"),
+                            ("failed", "Failed"),
+                        ],
+                        default="uploaded",
+                        max_length=16,
+                    ),
+                ),
+                ("validation_errors", models.JSONField(blank=True, default=list)),
+                ("manifest_key", models.CharField(blank=True, max_length=300)),
+                ("embedding_model", models.CharField(blank=True, max_length=100)),
+                ("ingested_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(blank=True, editable=False)),
+                ("history_id", models.AutoField(primary_key=True, serialize=False)),
+                ("history_date", models.DateTimeField(db_index=True)),
+                ("history_change_reason", models.CharField(max_length=100, null=True)),
+                (
+                    "history_type",
+                    models.CharField(
+                        choices=[("+", "Created"), ("~", "Changed"), ("-", "Deleted")], max_length=1
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "history_user",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "document",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="knowledge.wordingdocument",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'historical wording version',
-                'verbose_name_plural': 'historical wording versions',
-                'ordering': ('-history_date', '-history_id'),
-                'get_latest_by': ('history_date', 'history_id'),
+                "verbose_name": "historical wording version",
+                "verbose_name_plural": "historical wording versions",
+                "ordering": ("-history_date", "-history_id"),
+                "get_latest_by": ("history_date", "history_id"),
             },
             bases=(simple_history.models.HistoricalChanges, models.Model),
         ),
         migrations.CreateModel(
-            name='WordingVersion',
+            name="WordingVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('label', models.CharField(max_length=40)),
-                ('source', models.FileField(blank=True, max_length=300, upload_to='')),
-                ('source_sha256', models.CharField(blank=True, max_length=64)),
-                ('effective_from', models.DateField()),
-                ('effective_to', models.DateField(blank=True, help_text='First day no longer covered; empty for open-ended.', null=True)),
-                ('channels', models.JSONField(default=list)),
-                ('status', models.CharField(choices=[('uploaded', 'Uploaded'), ('ingesting', 'Ingesting'), ('ingested', 'Ingested'), ('failed', 'Failed')], default='uploaded', max_length=16)),
-                ('validation_errors', models.JSONField(blank=True, default=list)),
-                ('manifest_key', models.CharField(blank=True, max_length=300)),
-                ('embedding_model', models.CharField(blank=True, max_length=100)),
-                ('ingested_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('document', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='versions', to='knowledge.wordingdocument')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("label", models.CharField(max_length=40)),
+                ("source", models.FileField(blank=True, max_length=300, upload_to="")),
+                ("source_sha256", models.CharField(blank=True, max_length=64)),
+                ("effective_from", models.DateField()),
+                (
+                    "effective_to",
+                    models.DateField(
+                        blank=True,
+                        help_text="First day no longer covered; empty for open-ended.",
+                        null=True,
+                    ),
+                ),
+                ("channels", models.JSONField(default=list)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("uploaded", "Uploaded"),
+                            ("ingesting", "Ingesting"),
+                            ("ingested", "Ingested"),
+                            ("failed", "Failed"),
+                        ],
+                        default="uploaded",
+                        max_length=16,
+                    ),
+                ),
+                ("validation_errors", models.JSONField(blank=True, default=list)),
+                ("manifest_key", models.CharField(blank=True, max_length=300)),
+                ("embedding_model", models.CharField(blank=True, max_length=100)),
+                ("ingested_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "document",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="versions",
+                        to="knowledge.wordingdocument",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['document__document_id', 'effective_from', 'label'],
+                "ordering": ["document__document_id", "effective_from", "label"],
             },
         ),
         migrations.CreateModel(
-            name='Release',
+            name="Release",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('line', models.CharField(choices=[('motor', 'Motor'), ('home', 'Home'), ('contents', 'Contents')], max_length=16)),
-                ('status', models.CharField(choices=[('draft', 'Draft'), ('pending_approval', 'Pending approval'), ('approved', 'Approved'), ('withdrawn', 'Withdrawn'), ('rejected', 'Rejected')], default='draft', max_length=20)),
-                ('requested_at', models.DateTimeField(blank=True, null=True)),
-                ('request_reason', models.TextField(blank=True)),
-                ('decided_at', models.DateTimeField(blank=True, null=True)),
-                ('decision_reason', models.TextField(blank=True)),
-                ('withdrawn_at', models.DateTimeField(blank=True, null=True)),
-                ('withdraw_reason', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('decided_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('requested_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('withdrawn_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('version', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='releases', to='knowledge.wordingversion')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "line",
+                    models.CharField(
+                        choices=[("motor", "Motor"), ("home", "Home"), ("contents", "Contents")],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("draft", "Draft"),
+                            ("pending_approval", "Pending approval"),
+                            ("approved", "Approved"),
+                            ("withdrawn", "Withdrawn"),
+                            ("rejected", "Rejected"),
+                        ],
+                        default="draft",
+                        max_length=20,
+                    ),
+                ),
+                ("requested_at", models.DateTimeField(blank=True, null=True)),
+                ("request_reason", models.TextField(blank=True)),
+                ("decided_at", models.DateTimeField(blank=True, null=True)),
+                ("decision_reason", models.TextField(blank=True)),
+                ("withdrawn_at", models.DateTimeField(blank=True, null=True)),
+                ("withdraw_reason", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "decided_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "requested_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "withdrawn_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="releases",
+                        to="knowledge.wordingversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['line', '-pk'],
-                'permissions': [('request_release', 'Can request a release of a wording version'), ('approve_release', 'Can approve, reject or withdraw a release')],
+                "ordering": ["line", "-pk"],
+                "permissions": [
+                    ("request_release", "Can request a release of a wording version"),
+                    ("approve_release", "Can approve, reject or withdraw a release"),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='HistoricalRelease',
+            name="HistoricalRelease",
             fields=[
-                ('id', models.BigIntegerField(auto_created=True, blank=True, db_index=True, verbose_name='ID')),
-                ('line', models.CharField(choices=[('motor', 'Motor'), ('home', 'Home'), ('contents', 'Contents')], max_length=16)),
-                ('status', models.CharField(choices=[('draft', 'Draft'), ('pending_approval', 'Pending approval'), ('approved', 'Approved'), ('withdrawn', 'Withdrawn'), ('rejected', 'Rejected')], default='draft', max_length=20)),
-                ('requested_at', models.DateTimeField(blank=True, null=True)),
-                ('request_reason', models.TextField(blank=True)),
-                ('decided_at', models.DateTimeField(blank=True, null=True)),
-                ('decision_reason', models.TextField(blank=True)),
-                ('withdrawn_at', models.DateTimeField(blank=True, null=True)),
-                ('withdraw_reason', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(blank=True, editable=False)),
-                ('history_id', models.AutoField(primary_key=True, serialize=False)),
-                ('history_date', models.DateTimeField(db_index=True)),
-                ('history_change_reason', models.CharField(max_length=100, null=True)),
-                ('history_type', models.CharField(choices=[('+', 'Created'), ('~', 'Changed'), ('-', 'Deleted')], max_length=1)),
-                ('decided_by', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('history_user', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('requested_by', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('withdrawn_by', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('version', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='knowledge.wordingversion')),
+                (
+                    "id",
+                    models.BigIntegerField(
+                        auto_created=True, blank=True, db_index=True, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "line",
+                    models.CharField(
+                        choices=[("motor", "Motor"), ("home", "Home"), ("contents", "Contents")],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("draft", "Draft"),
+                            ("pending_approval", "Pending approval"),
+                            ("approved", "Approved"),
+                            ("withdrawn", "Withdrawn"),
+                            ("rejected", "Rejected"),
+                        ],
+                        default="draft",
+                        max_length=20,
+                    ),
+                ),
+                ("requested_at", models.DateTimeField(blank=True, null=True)),
+                ("request_reason", models.TextField(blank=True)),
+                ("decided_at", models.DateTimeField(blank=True, null=True)),
+                ("decision_reason", models.TextField(blank=True)),
+                ("withdrawn_at", models.DateTimeField(blank=True, null=True)),
+                ("withdraw_reason", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(blank=True, editable=False)),
+                ("history_id", models.AutoField(primary_key=True, serialize=False)),
+                ("history_date", models.DateTimeField(db_index=True)),
+                ("history_change_reason", models.CharField(max_length=100, null=True)),
+                (
+                    "history_type",
+                    models.CharField(
+                        choices=[("+", "Created"), ("~", "Changed"), ("-", "Deleted")], max_length=1
+                    ),
+                ),
+                (
+                    "decided_by",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "history_user",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "requested_by",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "withdrawn_by",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "version",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="knowledge.wordingversion",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'historical release',
-                'verbose_name_plural': 'historical releases',
-                'ordering': ('-history_date', '-history_id'),
-                'get_latest_by': ('history_date', 'history_id'),
+                "verbose_name": "historical release",
+                "verbose_name_plural": "historical releases",
+                "ordering": ("-history_date", "-history_id"),
+                "get_latest_by": ("history_date", "history_id"),
             },
             bases=(simple_history.models.HistoricalChanges, models.Model),
         ),
         migrations.CreateModel(
-            name='HistoricalClause',
+            name="HistoricalClause",
             fields=[
-                ('id', models.BigIntegerField(auto_created=True, blank=True, db_index=True, verbose_name='ID')),
-                ('clause_id', models.CharField(max_length=20)),
-                ('title', models.CharField(max_length=300)),
-                ('kind', models.CharField(choices=[('cover', 'Cover'), ('benefit', 'Benefit'), ('exclusion', 'Exclusion'), ('condition', 'Condition'), ('excess', 'Excess'), ('claims', 'Claims'), ('definition', 'Definition'), ('general', 'General')], max_length=16)),
-                ('position', models.PositiveIntegerField()),
-                ('char_count', models.PositiveIntegerField()),
-                ('sha256', models.CharField(max_length=64)),
-                ('storage_key', models.CharField(max_length=300)),
-                ('schedule_section', models.CharField(blank=True, max_length=60)),
-                ('refers_to', models.JSONField(blank=True, default=list)),
-                ('visibility', models.CharField(choices=[('customer', 'Customer'), ('internal', 'Internal')], default='customer', max_length=16)),
-                ('history_id', models.AutoField(primary_key=True, serialize=False)),
-                ('history_date', models.DateTimeField(db_index=True)),
-                ('history_change_reason', models.CharField(max_length=100, null=True)),
-                ('history_type', models.CharField(choices=[('+', 'Created'), ('~', 'Changed'), ('-', 'Deleted')], max_length=1)),
-                ('history_user', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('version', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='knowledge.wordingversion')),
+                (
+                    "id",
+                    models.BigIntegerField(
+                        auto_created=True, blank=True, db_index=True, verbose_name="ID"
+                    ),
+                ),
+                ("clause_id", models.CharField(max_length=20)),
+                ("title", models.CharField(max_length=300)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("cover", "Cover"),
+                            ("benefit", "Benefit"),
+                            ("exclusion", "Exclusion"),
+                            ("condition", "Condition"),
+                            ("excess", "Excess"),
+                            ("claims", "Claims"),
+                            ("definition", "Definition"),
+                            ("general", "General"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("position", models.PositiveIntegerField()),
+                ("char_count", models.PositiveIntegerField()),
+                ("sha256", models.CharField(max_length=64)),
+                ("storage_key", models.CharField(max_length=300)),
+                ("schedule_section", models.CharField(blank=True, max_length=60)),
+                ("refers_to", models.JSONField(blank=True, default=list)),
+                (
+                    "visibility",
+                    models.CharField(
+                        choices=[("customer", "Customer"), ("internal", "Internal")],
+                        default="customer",
+                        max_length=16,
+                    ),
+                ),
+                ("history_id", models.AutoField(primary_key=True, serialize=False)),
+                ("history_date", models.DateTimeField(db_index=True)),
+                ("history_change_reason", models.CharField(max_length=100, null=True)),
+                (
+                    "history_type",
+                    models.CharField(
+                        choices=[("+", "Created"), ("~", "Changed"), ("-", "Deleted")], max_length=1
+                    ),
+                ),
+                (
+                    "history_user",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "version",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="knowledge.wordingversion",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'historical clause',
-                'verbose_name_plural': 'historical clauses',
-                'ordering': ('-history_date', '-history_id'),
-                'get_latest_by': ('history_date', 'history_id'),
+                "verbose_name": "historical clause",
+                "verbose_name_plural": "historical clauses",
+                "ordering": ("-history_date", "-history_id"),
+                "get_latest_by": ("history_date", "history_id"),
             },
             bases=(simple_history.models.HistoricalChanges, models.Model),
         ),
         migrations.CreateModel(
-            name='Clause',
+            name="Clause",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('clause_id', models.CharField(max_length=20)),
-                ('title', models.CharField(max_length=300)),
-                ('kind', models.CharField(choices=[('cover', 'Cover'), ('benefit', 'Benefit'), ('exclusion', 'Exclusion'), ('condition', 'Condition'), ('excess', 'Excess'), ('claims', 'Claims'), ('definition', 'Definition'), ('general', 'General')], max_length=16)),
-                ('position', models.PositiveIntegerField()),
-                ('char_count', models.PositiveIntegerField()),
-                ('sha256', models.CharField(max_length=64)),
-                ('storage_key', models.CharField(max_length=300)),
-                ('schedule_section', models.CharField(blank=True, max_length=60)),
-                ('refers_to', models.JSONField(blank=True, default=list)),
-                ('visibility', models.CharField(choices=[('customer', 'Customer'), ('internal', 'Internal')], default='customer', max_length=16)),
-                ('text', models.TextField()),
-                ('embedding', models.BinaryField(blank=True, null=True)),
-                ('version', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='clauses', to='knowledge.wordingversion')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("clause_id", models.CharField(max_length=20)),
+                ("title", models.CharField(max_length=300)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("cover", "Cover"),
+                            ("benefit", "Benefit"),
+                            ("exclusion", "Exclusion"),
+                            ("condition", "Condition"),
+                            ("excess", "Excess"),
+                            ("claims", "Claims"),
+                            ("definition", "Definition"),
+                            ("general", "General"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("position", models.PositiveIntegerField()),
+                ("char_count", models.PositiveIntegerField()),
+                ("sha256", models.CharField(max_length=64)),
+                ("storage_key", models.CharField(max_length=300)),
+                ("schedule_section", models.CharField(blank=True, max_length=60)),
+                ("refers_to", models.JSONField(blank=True, default=list)),
+                (
+                    "visibility",
+                    models.CharField(
+                        choices=[("customer", "Customer"), ("internal", "Internal")],
+                        default="customer",
+                        max_length=16,
+                    ),
+                ),
+                ("text", models.TextField()),
+                ("embedding", models.BinaryField(blank=True, null=True)),
+                (
+                    "version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="clauses",
+                        to="knowledge.wordingversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['version', 'position'],
+                "ordering": ["version", "position"],
             },
         ),
         migrations.AddConstraint(
-            model_name='wordingversion',
-            constraint=models.UniqueConstraint(fields=('document', 'label'), name='wordingversion_document_label_unique'),
+            model_name="wordingversion",
+            constraint=models.UniqueConstraint(
+                fields=("document", "label"), name="wordingversion_document_label_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='wordingversion',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['uploaded', 'ingesting', 'ingested', 'failed'])), name='wordingversion_status_valid'),
+            model_name="wordingversion",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["uploaded", "ingesting", "ingested", "failed"])),
+                name="wordingversion_status_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='wordingversion',
-            constraint=models.CheckConstraint(condition=models.Q(('effective_to__isnull', True), ('effective_to__gt', models.F('effective_from')), _connector='OR'), name='wordingversion_window_valid'),
+            model_name="wordingversion",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("effective_to__isnull", True),
+                    ("effective_to__gt", models.F("effective_from")),
+                    _connector="OR",
+                ),
+                name="wordingversion_window_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='release',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['draft', 'pending_approval', 'approved', 'withdrawn', 'rejected'])), name='release_status_valid'),
+            model_name="release",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    (
+                        "status__in",
+                        ["draft", "pending_approval", "approved", "withdrawn", "rejected"],
+                    )
+                ),
+                name="release_status_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='release',
-            constraint=models.CheckConstraint(condition=models.Q(('line__in', ['motor', 'home', 'contents'])), name='release_line_valid'),
+            model_name="release",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("line__in", ["motor", "home", "contents"])),
+                name="release_line_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='release',
-            constraint=models.CheckConstraint(condition=models.Q(('status', 'draft'), ('requested_by__isnull', False), _connector='OR'), name='release_requested_by_set'),
+            model_name="release",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("status", "draft"), ("requested_by__isnull", False), _connector="OR"
+                ),
+                name="release_requested_by_set",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='release',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['draft', 'pending_approval']), ('decided_by__isnull', False), _connector='OR'), name='release_decided_by_set'),
+            model_name="release",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("status__in", ["draft", "pending_approval"]),
+                    ("decided_by__isnull", False),
+                    _connector="OR",
+                ),
+                name="release_decided_by_set",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='release',
-            constraint=models.CheckConstraint(condition=models.Q(('decided_by', models.F('requested_by')), _negated=True), name='release_not_self_decided'),
+            model_name="release",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("decided_by", models.F("requested_by")), _negated=True),
+                name="release_not_self_decided",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='release',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status', 'withdrawn'), _negated=True), ('withdrawn_by__isnull', False), _connector='OR'), name='release_withdrawn_by_set'),
+            model_name="release",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("status", "withdrawn"), _negated=True),
+                    ("withdrawn_by__isnull", False),
+                    _connector="OR",
+                ),
+                name="release_withdrawn_by_set",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='clause',
-            constraint=models.UniqueConstraint(fields=('version', 'clause_id'), name='clause_version_clause_id_unique'),
+            model_name="clause",
+            constraint=models.UniqueConstraint(
+                fields=("version", "clause_id"), name="clause_version_clause_id_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='clause',
-            constraint=models.CheckConstraint(condition=models.Q(('kind__in', ['cover', 'benefit', 'exclusion', 'condition', 'excess', 'claims', 'definition', 'general'])), name='clause_kind_valid'),
+            model_name="clause",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    (
+                        "kind__in",
+                        [
+                            "cover",
+                            "benefit",
+                            "exclusion",
+                            "condition",
+                            "excess",
+                            "claims",
+                            "definition",
+                            "general",
+                        ],
+                    )
+                ),
+                name="clause_kind_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='clause',
-            constraint=models.CheckConstraint(condition=models.Q(('visibility__in', ['customer', 'internal'])), name='clause_visibility_valid'),
+            model_name="clause",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("visibility__in", ["customer", "internal"])),
+                name="clause_visibility_valid",
+            ),
         ),
     ]

@@ -69,8 +69,11 @@ def release_request(*, version_id: int, acting_user: AbstractBaseUser, reason: s
 
 
 def _locked_release(release_id: int) -> Release:
+    # of=("self",): lock the release row only; the line is locked explicitly.
     return (
-        Release.objects.select_for_update().select_related("version__document").get(pk=release_id)
+        Release.objects.select_for_update(of=("self",))
+        .select_related("version__document")
+        .get(pk=release_id)
     )
 
 
