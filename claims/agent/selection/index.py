@@ -1,0 +1,269 @@
+"""Per-version search indexes for the selectors, built once and kept in-process.
+
+A turn gives the selector the version's directory; the index of that version
+is looked up in a small in-process cache keyed by the version id and a stamp
+of the directory (its ids and titles), so a re-ingested version gets a fresh
+index and a turn never rebuilds one. Building reads the version's clauses
+once through ``knowledge.selectors.clause_index`` (one query on a miss, none
+on a hit) and never looks at any other version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from claims.agent.selection import text as T
+
+if TYPE_CHECKING:
+    from knowledge.selectors import ClauseDirectory, IndexedClause
+
+logger = logging.getLogger(__name__)
+
+# The title says what a clause is about (the wording format requires a
+# plain-language title), so BM25 sees it this many times besides the body.
+TITLE_WEIGHT = 3
+MAX_CACHED_VERSIONS = 256
+
+
+class Embedder(Protocol):
+    name: str
+
+    def encode(self, texts: list[str]) -> np.ndarray: ...
+
+
+IndexSource = Callable[[int], Sequence["IndexedClause"]]
+
+
+def default_index_source(version_id: int) -> Sequence[IndexedClause]:
+    from knowledge.selectors import clause_index
+
+    return clause_index(version_id=version_id)
+
+
+def default_embedder() -> Embedder:
+    from knowledge.embedding import default_embedder as load
+
+    return load()
+
+
+def embedding_text(title: str, body: str) -> str:
+    """The text a clause is embedded from; the same as ingestion uses."""
+    return f"{title}\n\n{body}"
+
+
+@dataclass
+class VersionIndex:
+    """Everything the selectors need about one version's directory clauses."""
+
+    version_id: int
+    ids: tuple[str, ...]
+    titles: tuple[str, ...]
+    bodies: tuple[str, ...]
+    refers_to: dict[str, tuple[str, ...]]
+    bm25: Any  # bm25s.BM25, or None for an empty directory
+    vocabulary: frozenset[str]
+    baseline_titles: tuple[Counter, ...]
+    baseline_bodies: tuple[Counter, ...]
+    embeddings: np.ndarray | None = None  # (n, dim) float32 unit rows
+    embedder_name: str = ""
+    stamp: str = ""
+    # Passage vectors (title + one paragraph or bullet each) and the clause
+    # row each belongs to; see ``passage_embeddings``.
+    passages: np.ndarray | None = None
+    passage_owner: np.ndarray | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def bm25_scores(self, query_stems: list[str]) -> np.ndarray:
+        known = [s for s in query_stems if s in self.vocabulary]
+        if not known or self.bm25 is None:
+            return np.zeros(len(self.ids), dtype=np.float32)
+        return np.asarray(self.bm25.get_scores(known), dtype=np.float32)
+
+
+def _directory_stamp(directory: ClauseDirectory) -> str:
+    digest = hashlib.blake2b(digest_size=12)
+    for entry in directory.entries:
+        digest.update(f"{entry.clause_id}\x1f{entry.title}\x1e".encode())
+    return digest.hexdigest()
+
+
+def _build(directory: ClauseDirectory, clauses: Sequence[IndexedClause]) -> VersionIndex:
+    import bm25s
+
+    from claims.agent.selection.baseline import baseline_terms
+
+    by_id = {c.clause_id: c for c in clauses}
+    ids: list[str] = []
+    titles: list[str] = []
+    bodies: list[str] = []
+    vectors: list[np.ndarray | None] = []
+    refers: dict[str, tuple[str, ...]] = {}
+    for entry in directory.entries:
+        clause = by_id.get(entry.clause_id)
+        ids.append(entry.clause_id)
+        titles.append(entry.title)
+        body = T.clause_body(clause.text) if clause is not None else ""
+        bodies.append(body)
+        refers[entry.clause_id] = tuple(clause.refers_to) if clause is not None else ()
+        raw = getattr(clause, "embedding", None) if clause is not None else None
+        vectors.append(np.frombuffer(raw, dtype=np.float32) if raw else None)
+
+    corpus = [
+        T.stems(title) * TITLE_WEIGHT + T.stems(body)
+        for title, body in zip(titles, bodies, strict=True)
+    ]
+    bm25 = None
+    if ids:
+        bm25 = bm25s.BM25()
+        bm25.index(corpus, show_progress=False)
+    embeddings = None
+    if ids and all(v is not None for v in vectors) and len({v.shape for v in vectors}) == 1:
+        embeddings = np.vstack(vectors).astype(np.float32)
+    return VersionIndex(
+        version_id=directory.version_id,
+        stamp=_directory_stamp(directory),
+        ids=tuple(ids),
+        titles=tuple(titles),
+        bodies=tuple(bodies),
+        refers_to=refers,
+        bm25=bm25,
+        vocabulary=frozenset(s for doc in corpus for s in doc),
+        baseline_titles=tuple(Counter(baseline_terms(t, for_query=False)) for t in titles),
+        baseline_bodies=tuple(Counter(baseline_terms(b, for_query=False)) for b in bodies),
+        embeddings=embeddings,
+    )
+
+
+class IndexCache:
+    """In-process indexes, one per (version id, directory stamp), LRU-bounded."""
+
+    def __init__(self, max_versions: int = MAX_CACHED_VERSIONS) -> None:
+        self._max = max_versions
+        self._items: OrderedDict[tuple[int, str], VersionIndex] = OrderedDict()
+        self._lock = threading.Lock()
+        self.builds = 0
+
+    def get(self, directory: ClauseDirectory, source: IndexSource) -> VersionIndex:
+        key = (directory.version_id, _directory_stamp(directory))
+        with self._lock:
+            index = self._items.get(key)
+            if index is not None:
+                self._items.move_to_end(key)
+                return index
+        index = _build(directory, source(directory.version_id))
+        with self._lock:
+            self.builds += 1
+            self._items[key] = index
+            self._items.move_to_end(key)
+            while len(self._items) > self._max:
+                self._items.popitem(last=False)
+        return index
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+INDEXES = IndexCache()
+
+
+def clause_embeddings(index: VersionIndex, embedder: Embedder) -> np.ndarray | None:
+    """The version's clause matrix, from ingestion or (once) from ``embedder``.
+
+    Clauses ingested without an embedder have no stored vector; they are
+    embedded here once per version and kept with the index. A stored matrix
+    whose width differs from the embedder's is recomputed the same way.
+    """
+    if not len(index):
+        return None
+    with index._lock:
+        probe_dim = getattr(embedder, "dimension", None)
+        stored = index.embeddings
+        if stored is not None and (probe_dim is None or stored.shape[1] == probe_dim):
+            return stored
+        if index.embedder_name == embedder.name and stored is not None:
+            return stored
+        logger.info(
+            "selection: embedding %d clauses of version %s at first use (none stored)",
+            len(index),
+            index.version_id,
+        )
+        texts = [embedding_text(t, b) for t, b in zip(index.titles, index.bodies, strict=True)]
+        index.embeddings = np.asarray(embedder.encode(texts), dtype=np.float32)
+        index.embedder_name = embedder.name
+        return index.embeddings
+
+
+def passage_texts(title: str, body: str) -> list[str]:
+    """The passages of a clause: each paragraph or bullet, prefixed by the title.
+
+    A whole clause runs past the embedding model's 256 tokens, and its tail
+    holds the exclusions; one vector per passage lets "does it cover petrol"
+    meet the bullet that says fuel is not included.
+    """
+    parts = [p.strip().lstrip("-*").strip() for p in body.splitlines()]
+    return [f"{title}: {p}" for p in parts if len(p) >= PASSAGE_MIN_CHARS]
+
+
+PASSAGE_MIN_CHARS = 20
+PASSAGE_CACHE_SECONDS = 30 * 24 * 3600
+
+
+def passage_embeddings(
+    index: VersionIndex, embedder: Embedder
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Passage vectors for the version, with the clause row each belongs to.
+
+    The clause vectors stored at ingestion are rows too (owner = their
+    clause). Passage vectors are computed once per version and embedder and
+    kept in the Django cache (shared between processes when the cache is
+    Redis) and on the index, so no turn embeds a clause.
+    """
+    clauses = clause_embeddings(index, embedder)
+    if clauses is None:
+        return None
+    with index._lock:
+        if index.passages is not None and index.embedder_name == embedder.name:
+            return index.passages, index.passage_owner
+        from django.core.cache import cache
+
+        key = f"selection:passages:{index.version_id}:{index.stamp}:{embedder.name}"
+        cached = cache.get(key)
+        if cached is not None:
+            dim, owner_bytes, matrix_bytes = cached
+            owner = np.frombuffer(owner_bytes, dtype=np.int32)
+            matrix = np.frombuffer(matrix_bytes, dtype=np.float32).reshape(-1, dim)
+        else:
+            texts: list[str] = []
+            owners: list[int] = []
+            for row, (title, body) in enumerate(zip(index.titles, index.bodies, strict=True)):
+                for passage in passage_texts(title, body):
+                    texts.append(passage)
+                    owners.append(row)
+            dim = clauses.shape[1]
+            if texts:
+                matrix = np.asarray(embedder.encode(texts), dtype=np.float32).reshape(-1, dim)
+            else:
+                matrix = np.zeros((0, dim), dtype=np.float32)
+            owner = np.asarray(owners, dtype=np.int32)
+            cache.set(key, (dim, owner.tobytes(), matrix.tobytes()), PASSAGE_CACHE_SECONDS)
+        index.passages = np.vstack([clauses, matrix])
+        index.passage_owner = np.concatenate([np.arange(len(index), dtype=np.int32), owner])
+        index.embedder_name = embedder.name
+        return index.passages, index.passage_owner
+
+
+def selection_cache_clear() -> None:
+    """Forget every cached version index (tests, or after bulk re-ingestion)."""
+    INDEXES.clear()

@@ -1,0 +1,352 @@
+"""The offline clause selectors: BM25, embeddings, and their hybrid (the default).
+
+Each model reads the version's index from the in-process cache (built once per
+version, see ``index.py``), scores the directory's clauses against the
+message, and names at most three ids. None of them writes the draft: ``compose``
+returns None so the grounded composer does.
+
+Thresholds were calibrated on the customer-question inventories
+(``knowledge/content/inventory/*.yaml``) through the claim endpoint; the
+figures and how to re-run the calibration are in ``docs/evaluation.md``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from claims.agent.selection import text as T
+from claims.agent.selection.index import (
+    INDEXES,
+    Embedder,
+    IndexSource,
+    VersionIndex,
+    default_embedder,
+    default_index_source,
+    passage_embeddings,
+)
+from claims.agent.selection.lexicon import expand
+from claims.agent.types import MAX_CLAUSES, ComposeInputs, PriorTurn, SelectionContext
+
+if TYPE_CHECKING:
+    from knowledge.selectors import ClauseDirectory
+
+logger = logging.getLogger(__name__)
+
+RRF_K = 60
+
+# A message that leans on the previous turn: it opens with a connective or a
+# pronoun, or it is too short to stand alone ("and the petrol?", "what about
+# tolls", "how long for?", "does that include meals?").
+_FOLLOW_UP_OPENERS = re.compile(
+    r"^\s*(and|also|plus|but|so|or|then|what about|how about|what if|same|"
+    r"it|its|it's|that|that's|this|those|these|they|them|does that|is that|"
+    r"would that|will that|do i|and if)\b",
+    re.IGNORECASE,
+)
+_ANAPHORA = frozenset({"it", "that", "this", "those", "these", "them", "they", "its", "it's"})
+SHORT_FOLLOW_UP_STEMS = 3
+ANAPHORIC_FOLLOW_UP_STEMS = 8
+
+
+def is_follow_up(message: str) -> bool:
+    """Whether ``message`` reads as a follow-up that needs the previous turn."""
+    if _FOLLOW_UP_OPENERS.match(message):
+        return True
+    content = T.stems(message)
+    if len(content) <= SHORT_FOLLOW_UP_STEMS:
+        return True
+    return len(content) <= ANAPHORIC_FOLLOW_UP_STEMS and bool(_ANAPHORA & set(T.words(message)))
+
+
+def _ranks(scores: np.ndarray, *, floor: float) -> dict[int, int]:
+    """1-based ranks of the clauses scoring above ``floor``, best first."""
+    order = np.argsort(-scores, kind="stable")
+    return {int(i): r for r, i in enumerate((i for i in order if scores[i] > floor), start=1)}
+
+
+def _threshold_top(
+    index: VersionIndex, scores: np.ndarray, *, minimum: float, relative: float
+) -> list[str]:
+    """Up to three ids scoring at least ``minimum`` and ``relative`` x the best."""
+    if not len(index) or float(scores.max()) < minimum:
+        return []
+    cut = max(minimum, float(scores.max()) * relative)
+    order = np.argsort(-scores, kind="stable")
+    return [index.ids[i] for i in order[:MAX_CLAUSES] if scores[i] >= cut]
+
+
+class _IndexedModel:
+    name = ""
+
+    def __init__(
+        self, *, index_source: IndexSource | None = None, embedder: Embedder | None = None
+    ) -> None:
+        self._source = index_source or default_index_source
+        self._embedder = embedder
+
+    def _index(self, directory: ClauseDirectory) -> VersionIndex:
+        return INDEXES.get(directory, self._source)
+
+    def _get_embedder(self) -> Embedder | None:
+        if self._embedder is None:
+            try:
+                self._embedder = default_embedder()
+            except Exception as exc:  # a missing package must not break a turn
+                logger.warning("selection: no embedder (%s: %s)", type(exc).__name__, exc)
+                return None
+        return self._embedder
+
+    def _cosines(self, index: VersionIndex, query: str) -> np.ndarray | None:
+        """Per clause, the best cosine of the query with the clause or a passage."""
+        embedder = self._get_embedder()
+        if embedder is None:
+            return None
+        found = passage_embeddings(index, embedder)
+        if found is None:
+            return None
+        matrix, owner = found
+        vector = np.asarray(embedder.encode([query]), dtype=np.float32)[0]
+        best = np.full(len(index), -1.0, dtype=np.float32)
+        np.maximum.at(best, owner, matrix @ vector)
+        return best
+
+    def compose(self, *, inputs: ComposeInputs) -> str | None:
+        return None
+
+
+class Bm25Model(_IndexedModel):
+    """BM25 (bm25s) over title (weighted) and body, Snowball stems, a threshold."""
+
+    name = "bm25"
+    minimum = 2.0
+    relative = 0.5
+
+    def select(
+        self, *, message: str, directory: ClauseDirectory, context: SelectionContext
+    ) -> list[str]:
+        index = self._index(directory)
+        scores = index.bm25_scores(T.stems(message))
+        return _threshold_top(index, scores, minimum=self.minimum, relative=self.relative)
+
+
+class EmbeddingModel(_IndexedModel):
+    """Cosine similarity between the message and the clauses embedded at ingestion."""
+
+    name = "embedding"
+    minimum = 0.30
+    relative = 0.85
+
+    def select(
+        self, *, message: str, directory: ClauseDirectory, context: SelectionContext
+    ) -> list[str]:
+        index = self._index(directory)
+        cosines = self._cosines(index, message)
+        if cosines is None:
+            return []
+        return _threshold_top(index, cosines, minimum=self.minimum, relative=self.relative)
+
+
+# Questions a customer asks an insurer that no wording answers. A message
+# closer to one of these than to any clause selects nothing (it goes to the
+# pending-answers queue); seed 002's "how long is the warranty?" is the model.
+OUT_OF_SCOPE_TOPICS: tuple[str, ...] = (
+    "What is your office address?",
+    "What is your phone number? How do I call or email you?",
+    "What are your opening hours?",
+    "How do I change my bank account or credit card for the direct debit?",
+    "How do I pay my premium, and can I change my payment date?",
+    "Can I get a discount on my premium?",
+    "Do you price match a cheaper quote from another insurer?",
+    "Will my premium go up at renewal?",
+    "Do you sell travel insurance, pet insurance, life insurance or health insurance?",
+    "Can you recommend a builder, mechanic, plumber or other tradesperson?",
+    "Does the dealer's or manufacturer's warranty cover it?",
+    "How do I log in to my account or reset my password?",
+)
+_topic_vectors: dict[str, np.ndarray] = {}
+
+
+def _out_of_scope_vectors(embedder: Embedder) -> np.ndarray:
+    vectors = _topic_vectors.get(embedder.name)
+    if vectors is None:
+        vectors = np.asarray(embedder.encode(list(OUT_OF_SCOPE_TOPICS)), dtype=np.float32)
+        _topic_vectors[embedder.name] = vectors
+    return vectors
+
+
+@dataclass(frozen=True)
+class HybridParams:
+    """The hybrid's calibrated constants (see docs/evaluation.md)."""
+
+    # "Nothing fits": below both floors, or closer to an out-of-scope topic
+    # than to the best clause by ``out_of_scope_margin``, nothing is selected.
+    fit_cosine: float = 0.20
+    fit_bm25: float = 1.0
+    out_of_scope_margin: float = 0.0
+    # A candidate after the first is kept only with this much evidence.
+    keep_cosine: float = 0.30
+    keep_bm25: float = 2.5
+    keep_relative_rrf: float = 0.75
+    # A clause the best one refers to is added with this much evidence.
+    reference_cosine: float = 0.25
+    follow_references: bool = True
+
+
+@dataclass(frozen=True)
+class HybridExplanation:
+    """What the hybrid saw for one message (calibration and the miss list)."""
+
+    query: str
+    follow_up: bool
+    named: tuple[str, ...]
+    fits: bool
+    best_cosine: float
+    best_bm25: float
+    out_of_scope: float
+    ranked: tuple[tuple[str, float, float, float], ...]  # id, rrf, cosine, bm25
+    selected: tuple[str, ...]
+
+
+class HybridModel(_IndexedModel):
+    """BM25 + embeddings fused by Reciprocal Rank Fusion, with the routes around it.
+
+    1. Clause ids written in the message come first ("MTR-BEN-03", "mtr ben 3",
+       "clause BEN-03").
+    2. A follow-up ("and the petrol?") is read together with the previous
+       message, and the previous turn's clauses join the fusion as a third
+       ranked list.
+    3. If neither BM25 nor the embedding finds a clause above its calibrated
+       floor, nothing fits and nothing is named (beyond ids the customer wrote).
+    4. Otherwise the RRF (k = 60) order is cut to the clauses with their own
+       evidence, and a clause the best one refers to may fill a free slot.
+    """
+
+    name = "hybrid"
+
+    def __init__(
+        self,
+        *,
+        index_source: IndexSource | None = None,
+        embedder: Embedder | None = None,
+        params: HybridParams | None = None,
+    ) -> None:
+        super().__init__(index_source=index_source, embedder=embedder)
+        self.params = params or HybridParams()
+
+    def select(
+        self, *, message: str, directory: ClauseDirectory, context: SelectionContext
+    ) -> list[str]:
+        return list(self.explain(message=message, directory=directory, context=context).selected)
+
+    def explain(
+        self, *, message: str, directory: ClauseDirectory, context: SelectionContext
+    ) -> HybridExplanation:
+        p = self.params
+        index = self._index(directory)
+        named = T.ids_in_message(message, index.ids)
+        prior: PriorTurn | None = context.history[-1] if context.history else None
+        follow_up = prior is not None and is_follow_up(message)
+
+        query = expand(message)
+        stems = T.stems(query)
+        previous = ""
+        if follow_up:
+            # The new message counts twice: it says what is asked now.
+            previous = expand(prior.message)
+            stems = stems * 2 + T.stems(previous)
+        bm25 = index.bm25_scores(stems)
+        n = len(index)
+        cosines = self._cosines(index, query)
+        if cosines is None:
+            cosines = np.zeros(n, dtype=np.float32)
+        lists = [_ranks(bm25, floor=0.0), _ranks(cosines, floor=-1.0)]
+        best_cos = float(cosines.max()) if n else 0.0
+        prior_ids: tuple[str, ...] = ()
+        if follow_up:
+            fused_cosines = self._cosines(index, f"{query} {previous}")
+            if fused_cosines is not None:
+                lists.append(_ranks(fused_cosines, floor=-1.0))
+                best_cos = max(best_cos, float(fused_cosines.max()))
+                cosines = np.maximum(cosines, fused_cosines)
+            # What the previous turn cited (else the first clause it got).
+            known = set(index.ids)
+            prior_ids = tuple(c for c in prior.cited_ids if c in known) or tuple(
+                c for c in prior.returned_ids[:1] if c in known
+            )
+            lists.append({index.ids.index(c): r for r, c in enumerate(prior_ids, start=1)})
+        best_bm = float(bm25.max()) if n else 0.0
+        out_of_scope = self._out_of_scope(message)
+        off_topic = out_of_scope - best_cos >= p.out_of_scope_margin
+        fits = (best_cos >= p.fit_cosine or best_bm >= p.fit_bm25) and not off_topic
+
+        ranked: list[tuple[str, float, float, float]] = []
+        if n:
+            fused = np.zeros(n, dtype=np.float64)
+            for ranks in lists:
+                for i, r in ranks.items():
+                    fused[i] += 1.0 / (RRF_K + r)
+            order = np.argsort(-fused, kind="stable")
+            ranked = [
+                (index.ids[i], float(fused[i]), float(cosines[i]), float(bm25[i])) for i in order
+            ]
+
+        selected: list[str] = list(named)
+        if fits:
+            top_rrf = ranked[0][1]
+            for position, (cid, rrf, cos, bm) in enumerate(ranked):
+                if len(selected) >= MAX_CLAUSES:
+                    break
+                if cid in selected:
+                    continue
+                if position == 0:
+                    selected.append(cid)
+                    continue
+                evidence = cos >= p.keep_cosine or bm >= p.keep_bm25 or cid in prior_ids
+                if evidence and rrf >= p.keep_relative_rrf * top_rrf:
+                    selected.append(cid)
+            if p.follow_references:
+                self._add_reference(index, ranked, selected, cosines)
+        elif follow_up and prior_ids and not off_topic:
+            selected.extend(c for c in prior_ids if c not in selected)
+
+        return HybridExplanation(
+            query=f"{query} {previous}".strip(),
+            follow_up=follow_up,
+            named=tuple(named),
+            fits=fits,
+            best_cosine=best_cos,
+            best_bm25=best_bm,
+            out_of_scope=out_of_scope,
+            ranked=tuple(ranked[:8]),
+            selected=tuple(selected[:MAX_CLAUSES]),
+        )
+
+    def _out_of_scope(self, message: str) -> float:
+        """The message's best cosine with an out-of-scope topic (0 without embedder)."""
+        embedder = self._get_embedder()
+        if embedder is None:
+            return 0.0
+        vector = np.asarray(embedder.encode([message]), dtype=np.float32)[0]
+        return float((_out_of_scope_vectors(embedder) @ vector).max())
+
+    def _add_reference(
+        self,
+        index: VersionIndex,
+        ranked: list[tuple[str, float, float, float]],
+        selected: list[str],
+        cosines: np.ndarray,
+    ) -> None:
+        if not selected or len(selected) >= MAX_CLAUSES:
+            return
+        for target in index.refers_to.get(selected[0], ()):
+            if len(selected) >= MAX_CLAUSES:
+                return
+            if target in selected or target not in index.ids:
+                continue
+            if float(cosines[index.ids.index(target)]) >= self.params.reference_cosine:
+                selected.append(target)

@@ -1,0 +1,135 @@
+"""The offline selectors on a synthetic wording: meaning, nothing-fits, routes, limits."""
+
+import pytest
+
+from claims.agent.selection import (
+    SELECTION_MODELS,
+    Bm25Model,
+    EmbeddingModel,
+    HybridModel,
+    KeywordBaselineModel,
+    selection_model,
+)
+from claims.agent.types import MAX_CLAUSES
+
+from .conftest import FakeSource, context
+
+
+@pytest.fixture
+def hybrid(source):
+    return HybridModel(index_source=source)
+
+
+@pytest.mark.parametrize(
+    "message, clause_id",
+    [
+        ("will you pay for a rental while my car is in the shop?", "SYN-BEN-03"),
+        ("my windshield got cracked by a stone", "SYN-COV-04"),
+        ("what is the deductible on my auto policy?", "SYN-XS-01"),
+        ("my car got totaled, what do I get?", "SYN-COV-02"),
+        ("someone nicked my car keys at the gym", "SYN-BEN-05"),
+    ],
+)
+def test_hybrid_understands_the_customers_words(hybrid, directory, message, clause_id):
+    selected = hybrid.select(message=message, directory=directory, context=context())
+    assert clause_id in selected
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "does my warranty from the dealer cover the gearbox",
+        "what's your office address?",
+        "how do I change my bank account for the direct debit?",
+        "can I get a discount if I pay yearly?",
+    ],
+)
+def test_hybrid_selects_nothing_when_no_clause_answers(hybrid, directory, message):
+    assert hybrid.select(message=message, directory=directory, context=context()) == []
+
+
+def test_clause_ids_in_the_message_come_first(hybrid, directory):
+    selected = hybrid.select(
+        message="what does clause COV-02 say? and mtr... I mean SYN-XS-01",
+        directory=directory,
+        context=context(),
+    )
+    assert selected[:2] == ["SYN-COV-02", "SYN-XS-01"]
+
+
+def test_follow_up_is_read_with_the_previous_turn(hybrid, directory):
+    first = "will you pay for a rental car while mine is repaired?"
+    selected = hybrid.select(
+        message="and the petrol?",
+        directory=directory,
+        context=context((first, ("SYN-BEN-03",))),
+    )
+    assert selected[0] == "SYN-BEN-03"
+
+
+def test_a_new_question_after_another_is_not_dragged_back(hybrid, directory):
+    selected = hybrid.select(
+        message="what's your office address?",
+        directory=directory,
+        context=context(("will you pay for a rental car?", ("SYN-BEN-03",))),
+    )
+    assert selected == []
+
+
+def test_a_referenced_clause_can_fill_a_free_slot(source, directory):
+    from claims.agent.selection import HybridParams
+
+    model = HybridModel(
+        index_source=source,
+        params=HybridParams(keep_cosine=2.0, keep_bm25=1e9, reference_cosine=-1.0),
+    )
+    selected = model.select(
+        message="MTR hire car while my car is repaired", directory=directory, context=context()
+    )
+    assert selected == ["SYN-BEN-03", "SYN-COV-01"]
+
+
+@pytest.mark.parametrize("name", SELECTION_MODELS)
+def test_every_selector_names_at_most_three_directory_ids(name, source, directory):
+    model = {
+        "baseline": KeywordBaselineModel(index_source=source),
+        "bm25": Bm25Model(index_source=source),
+        "embedding": EmbeddingModel(index_source=source),
+        "hybrid": HybridModel(index_source=source),
+    }[name]
+    message = (
+        "car crashed, windscreen broken, keys stolen, need a hire car, what is my excess, "
+        "is it a write-off, how do I claim, can I cancel, SYN-COV-01 SYN-COV-02 SYN-BEN-05 "
+        "SYN-XS-01"
+    )
+    selected = model.select(message=message, directory=directory, context=context())
+    known = {e.clause_id for e in directory.entries}
+    assert 0 < len(selected) <= MAX_CLAUSES
+    assert set(selected) <= known
+    assert model.compose(inputs=None) is None
+
+
+def test_baseline_scores_title_hits_four_times_body_hits(source, directory):
+    model = KeywordBaselineModel(index_source=source)
+    scores = model.scores(message="windscreen", directory=directory)
+    # title once (x4) + body once
+    assert scores["SYN-COV-04"] == 5.0
+    assert model.select(message="rental", directory=directory, context=context()) == []
+
+
+def test_the_index_is_built_once_per_version_not_per_turn(directory):
+    source = FakeSource(embedded=False)  # no stored vectors: embedded once, at first use
+    model = HybridModel(index_source=source)
+    for message in ("hire car", "windscreen", "excess", "total loss"):
+        model.select(message=message, directory=directory, context=context())
+    assert source.calls == 1
+
+
+def test_registry_reads_the_setting_at_call_time(settings):
+    settings.CLAIM_AGENT_MODEL = "bm25"
+    assert selection_model().name == "bm25"
+    settings.CLAIM_AGENT_MODEL = "hybrid"
+    assert selection_model().name == "hybrid"
+    assert selection_model("baseline").name == "baseline"
+    with pytest.raises(ValueError, match="Unknown clause selector 'nope'"):
+        selection_model("nope")
