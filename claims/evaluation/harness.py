@@ -1,0 +1,306 @@
+"""Runs questions through the claim endpoint and scores the turns' run records."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from django.test import override_settings
+
+from claims.evaluation.client import EndpointClient, Reply
+from claims.evaluation.inventory import Inventory, Question, questions_subset
+from claims.models import Turn
+
+RENTAL = "Will my policy pay for a rental car while mine is repaired?"
+UNANSWERABLE = "does my warranty from the dealer cover the gearbox"
+COVERED_POLICY = "NW-MTR-204518"
+NOT_COVERED_POLICY = "NW-MTR-204577"
+SCENARIO_RUNS = 5
+
+TARGETS = {
+    "returned_min": 0.95,  # hybrid, per line: an expected clause returned
+    "nothing_fits_min": 1.0,  # every no-clause question selects nothing, queued
+    "must_be_zero": 0,
+}
+
+
+@dataclass
+class TurnResult:
+    """One question's turn, as its run record has it."""
+
+    question: Question
+    turn: Turn
+    reply: Reply
+
+    @property
+    def requested(self) -> list[str]:
+        return list(self.turn.requested_ids)
+
+    @property
+    def returned(self) -> list[str]:
+        return list(self.turn.returned_ids)
+
+    @property
+    def cited(self) -> list[str]:
+        return list(self.turn.cited_ids)
+
+
+def _share(hits: int, total: int) -> float | None:
+    return round(hits / total, 4) if total else None
+
+
+def turn_violations(turn: Turn, api_body: dict) -> dict[str, int]:
+    """Must-be-zero counts for one turn, re-scanned from what the client got."""
+    from claims.agent.guard import text_violations
+    from knowledge.models import Clause
+
+    texts: list[str] = []
+    if turn.wording_version_id and turn.returned_ids:
+        texts = list(
+            Clause.objects.filter(
+                version_id=turn.wording_version_id, clause_id__in=turn.returned_ids
+            ).values_list("text", flat=True)
+        )
+    counts = text_violations(api_body.get("reply", ""), texts)
+    returned = set(turn.returned_ids)
+    api_cited = {c["clause_id"] for c in api_body.get("citations", [])}
+    counts["citation_not_returned"] = len((set(turn.cited_ids) | api_cited) - returned)
+    return counts
+
+
+@dataclass
+class SelectorRun:
+    name: str
+    lines: dict[str, dict] = field(default_factory=dict)
+    misses: list[dict] = field(default_factory=list)
+    must_be_zero: dict[str, int] = field(default_factory=dict)
+    turns: int = 0
+    model_names: set[str] = field(default_factory=set)
+
+    def as_dict(self) -> dict:
+        return {
+            "selector": self.name,
+            "model_names": sorted(self.model_names),
+            "turns": self.turns,
+            "lines": self.lines,
+            "must_be_zero": self.must_be_zero,
+            "misses": self.misses,
+        }
+
+
+@contextlib.contextmanager
+def selector_configured(name: str | None) -> Iterator[None]:
+    """The endpoint's selector for the duration (in-process runs only)."""
+    if name is None:
+        yield
+        return
+    with override_settings(CLAIM_AGENT_MODEL=name):
+        yield
+
+
+def inventory_run(
+    client: EndpointClient,
+    inventories: list[Inventory],
+    *,
+    selector: str | None,
+    limit: int | None = None,
+    progress: Callable[[str], None] = lambda _: None,
+) -> SelectorRun:
+    """Every inventory question through the endpoint, scored from run records."""
+    run = SelectorRun(name=selector or "configured")
+    zero = {"citation_not_returned": 0, "decision": 0, "unbacked_action": 0, "time_promise": 0}
+    zero["citation_on_no_clause_question"] = 0
+    with selector_configured(selector):
+        for inventory in inventories:
+            results: list[TurnResult] = []
+            conversations: dict[str, int] = {}
+            for question in questions_subset(inventory, limit):
+                if question.after and question.after in conversations:
+                    conversation = conversations[question.after]
+                else:
+                    conversation = client.conversation_start(inventory.policy_number)
+                conversations[question.id] = conversation
+                reply = client.message_send(conversation, question.text)
+                turn = Turn.objects.get(pk=reply.body["turn_id"])
+                results.append(TurnResult(question, turn, reply))
+                run.model_names.add(turn.model_name)
+                for key, value in turn_violations(turn, reply.body).items():
+                    zero[key] = zero.get(key, 0) + value
+                if question.no_clause and turn.cited_ids:
+                    zero["citation_on_no_clause_question"] += 1
+            run.turns += len(results)
+            run.lines[inventory.line] = _line_figures(results)
+            run.misses.extend(_misses(results))
+            progress(f"{run.name:>9} {inventory.line:<8} {run.lines[inventory.line]['summary']}")
+    run.must_be_zero = zero
+    return run
+
+
+def _line_figures(results: list[TurnResult]) -> dict:
+    answerable = [r for r in results if not r.question.no_clause]
+    no_clause = [r for r in results if r.question.no_clause]
+
+    def any_of(r: TurnResult, ids: list[str]) -> bool:
+        return any(e in ids for e in r.question.expected)
+
+    requested = sum(any_of(r, r.requested) for r in answerable)
+    returned = sum(any_of(r, r.returned) for r in answerable)
+    returned_all = sum(all(e in r.returned for e in r.question.expected) for r in answerable)
+    cited = sum(any_of(r, r.cited) for r in answerable)
+    nothing = sum(
+        not r.requested and not r.cited and r.turn.pending_question_id is not None
+        for r in no_clause
+    )
+    n = len(answerable)
+    figures = {
+        "questions": n,
+        "requested": _share(requested, n),
+        "returned": _share(returned, n),
+        "returned_all_expected": _share(returned_all, n),
+        "cited": _share(cited, n),
+        "mean_requested": round(sum(len(r.requested) for r in answerable) / n, 2) if n else None,
+        "no_clause_questions": len(no_clause),
+        "nothing_fits": _share(nothing, len(no_clause)),
+    }
+    figures["summary"] = (
+        f"returned {figures['returned']}, cited {figures['cited']}, "
+        f"nothing-fits {nothing}/{len(no_clause)}"
+    )
+    return figures
+
+
+def _misses(results: list[TurnResult]) -> list[dict]:
+    out = []
+    for r in results:
+        q = r.question
+        if q.no_clause:
+            missed = bool(r.requested) or r.turn.pending_question_id is None or bool(r.cited)
+            kind = "selected_for_no_clause_question" if r.requested else "not_queued"
+        else:
+            missed = not any(e in r.returned for e in q.expected)
+            kind = "expected_not_returned"
+        if not missed:
+            continue
+        out.append(
+            {
+                "line": q.line,
+                "question_id": q.id,
+                "question": q.text,
+                "after": q.after,
+                "kind": kind,
+                "expected": list(q.expected),
+                "requested": r.requested,
+                "returned": r.returned,
+                "cited": r.cited,
+                "guidance_status": r.turn.guidance_status,
+                "turn_id": r.turn.pk,
+                "trace_id": r.turn.trace_id,
+                "directory_titles": [f"{cid} - {title}" for cid, title in r.turn.directory],
+            }
+        )
+    return out
+
+
+# --- the four end-to-end scenarios of seed 000 -------------------------------
+
+
+def _scenario_turn(client: EndpointClient, policy: str, message: str) -> tuple[Turn, dict]:
+    conversation = client.conversation_start(policy)
+    reply = client.message_send(conversation, message)
+    return Turn.objects.get(pk=reply.body["turn_id"]), reply.body
+
+
+def _check(checks: dict[str, bool]) -> dict:
+    return {"passed": all(checks.values()), "checks": checks}
+
+
+def scenario_covered(client: EndpointClient) -> dict:
+    turn, body = _scenario_turn(client, COVERED_POLICY, RENTAL)
+    return _check(
+        {
+            "answered": turn.guidance_status == "answered",
+            "cites MTR-BEN-03": "MTR-BEN-03" in turn.cited_ids,
+            "cited clause was returned": set(turn.cited_ids) <= set(turn.returned_ids),
+            "states the limit (NZD 60 a day, 21 days)": "60" in body["reply"]
+            and "21 days" in body["reply"],
+            "no pending question": turn.pending_question_id is None,
+        }
+    )
+
+
+def scenario_not_covered(client: EndpointClient) -> dict:
+    turn, body = _scenario_turn(client, NOT_COVERED_POLICY, RENTAL)
+    reply = body["reply"].lower()
+    return _check(
+        {
+            "cites MTR-BEN-03": "MTR-BEN-03" in turn.cited_ids,
+            "cited clause was returned": set(turn.cited_ids) <= set(turn.returned_ids),
+            "says the schedule does not list it": "schedule" in reply
+            and ("does not list" in reply or "doesn't list" in reply or "not list" in reply),
+        }
+    )
+
+
+def scenario_unanswerable(client: EndpointClient) -> dict:
+    turn, body = _scenario_turn(client, COVERED_POLICY, UNANSWERABLE)
+    return _check(
+        {
+            "no clause selected": not turn.requested_ids,
+            "no citation": not turn.cited_ids and not body["citations"],
+            "pending question created": turn.pending_question_id is not None,
+            "status no_clause_selected": turn.guidance_status == "no_clause_selected",
+        }
+    )
+
+
+def scenario_storage_down(
+    client: EndpointClient, outage: Callable[[], contextlib.AbstractContextManager]
+) -> dict:
+    with outage():
+        turn, body = _scenario_turn(client, COVERED_POLICY, RENTAL)
+    facts = body.get("facts") or {}
+    return _check(
+        {
+            "status knowledge_unavailable": turn.guidance_status == "knowledge_unavailable",
+            "limitation stated": bool(turn.limitations) and bool(body.get("limitations")),
+            "facts kept (policy, line)": facts.get("policy_number") == COVERED_POLICY
+            and facts.get("line") == "motor",
+            "schedule still returned": bool(body.get("schedule")),
+            "no citation": not turn.cited_ids and not body["citations"],
+            "nothing returned": not turn.returned_ids,
+        }
+    )
+
+
+def scenarios_run(
+    client: EndpointClient,
+    *,
+    outage: Callable[[], contextlib.AbstractContextManager],
+    outage_kind: str,
+    runs: int = SCENARIO_RUNS,
+    after_outage: Callable[[], None] = lambda: None,
+) -> dict:
+    """The four scenarios of seed 000, ``runs`` times each, in fresh conversations."""
+    plan = {
+        "covered_rental": lambda: scenario_covered(client),
+        "not_covered_rental": lambda: scenario_not_covered(client),
+        "unanswerable_to_queue": lambda: scenario_unanswerable(client),
+        "storage_stopped": lambda: scenario_storage_down(client, outage),
+    }
+    out = {}
+    for name, fn in plan.items():
+        results = []
+        for _ in range(runs):
+            results.append(fn())
+            if name == "storage_stopped":
+                after_outage()
+        out[name] = {
+            "runs": runs,
+            "passed": sum(r["passed"] for r in results),
+            "failed_checks": sorted(
+                {k for r in results for k, ok in r["checks"].items() if not ok}
+            ),
+        }
+    out["storage_stopped"]["outage"] = outage_kind
+    return out

@@ -1,0 +1,75 @@
+"""The customer-question inventories (knowledge/content/inventory/*.yaml)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from django.conf import settings
+
+INVENTORY_DIR = Path(settings.BASE_DIR) / "knowledge" / "content" / "inventory"
+LINES = ("motor", "home", "contents")
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    line: str
+    text: str
+    expected: tuple[str, ...]
+    coverage: str
+    after: str | None
+
+    @property
+    def no_clause(self) -> bool:
+        return self.coverage == "no_clause"
+
+
+@dataclass(frozen=True)
+class Inventory:
+    line: str
+    policy_number: str
+    questions: tuple[Question, ...]
+
+
+def inventories_load(
+    *, lines: tuple[str, ...] = LINES, directory: Path = INVENTORY_DIR
+) -> list[Inventory]:
+    """Every line's inventory, questions in file order (parents before follow-ups)."""
+    out = []
+    for line in lines:
+        data = yaml.safe_load((directory / f"{line}.yaml").read_text(encoding="utf-8"))
+        questions = tuple(
+            Question(
+                id=str(q["id"]),
+                line=line,
+                text=str(q["question"]),
+                expected=tuple(q.get("expected") or ()),
+                coverage=str(q.get("coverage", "")),
+                after=q.get("after"),
+            )
+            for q in data["questions"]
+        )
+        out.append(Inventory(line=line, policy_number=data["policy"], questions=questions))
+    return out
+
+
+def questions_subset(inventory: Inventory, limit: int | None) -> tuple[Question, ...]:
+    """The first ``limit`` questions plus the parents their follow-ups need."""
+    if not limit:
+        return inventory.questions
+    by_id = {q.id: q for q in inventory.questions}
+    keep: dict[str, Question] = {}
+    for question in inventory.questions[:limit]:
+        chain = []
+        node = question
+        while node is not None and node.id not in keep:
+            chain.append(node)
+            node = by_id.get(node.after) if node.after else None
+        for q in reversed(chain):
+            keep[q.id] = q
+    no_clause = [q for q in inventory.questions if q.no_clause and q.id not in keep][:2]
+    picked = list(keep.values()) + no_clause
+    order = {q.id: i for i, q in enumerate(inventory.questions)}
+    return tuple(sorted(picked, key=lambda q: order[q.id]))

@@ -1,0 +1,96 @@
+"""Writes an evaluation as JSON and as an HTML page with inline SVG bar charts."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+from django.conf import settings
+from django.template.loader import render_to_string
+
+METRICS = ("requested", "returned", "cited", "nothing_fits")
+BAR_COLOURS = {
+    "baseline": "#b0b0b0",
+    "bm25": "#7aa6c2",
+    "embedding": "#9c8ade",
+    "hybrid": "#2e7d32",
+}
+
+
+def reports_dir() -> Path:
+    path = Path(settings.VAR_DIR) / "reports"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _charts(report: dict) -> list[dict]:
+    """Bar geometry per line: one group per metric, one bar per selector."""
+    charts = []
+    selectors = [s["selector"] for s in report["selectors"]]
+    lines = sorted({line for s in report["selectors"] for line in s["lines"]})
+    bar, gap, group_gap, height = 18, 2, 26, 160
+    for line in lines:
+        bars, labels = [], []
+        x = 40
+        for metric in METRICS:
+            start = x
+            for s in report["selectors"]:
+                value = (s["lines"].get(line) or {}).get(metric)
+                share = value or 0.0
+                h = round(share * height, 1)
+                bars.append(
+                    {
+                        "x": x,
+                        "y": round(20 + height - h, 1),
+                        "h": h,
+                        "w": bar,
+                        "colour": BAR_COLOURS.get(s["selector"], "#888"),
+                        "title": f"{s['selector']} {metric}: "
+                        + ("n/a" if value is None else f"{share:.0%}"),
+                        "label": "" if value is None else f"{round(share * 100)}",
+                        "label_y": round(20 + height - h - 3, 1),
+                    }
+                )
+                x += bar + gap
+            labels.append({"x": (start + x - gap) / 2, "text": metric.replace("_", " ")})
+            x += group_gap
+        charts.append(
+            {
+                "line": line,
+                "width": x + 20,
+                "height": height + 60,
+                "base": 20 + height,
+                "label_y": 20 + height + 16,
+                "bars": bars,
+                "labels": labels,
+                "target_y": 20 + height - 0.95 * height,
+            }
+        )
+    return [{"selectors": selectors, **c} for c in charts]
+
+
+def report_write(report: dict, *, when: datetime | None = None) -> tuple[Path, Path]:
+    """Write ``evaluation-<timestamp>.json`` and ``.html``; return both paths."""
+    stamp = (when or datetime.now()).strftime("%Y%m%d-%H%M%S")
+    folder = reports_dir()
+    json_path = folder / f"evaluation-{stamp}.json"
+    html_path = folder / f"evaluation-{stamp}.html"
+    json_path.write_text(json.dumps(report, indent=2, sort_keys=False), encoding="utf-8")
+    html = render_to_string(
+        "claims/evaluation_report.html",
+        {
+            "report": report,
+            "charts": _charts(report),
+            "colours": BAR_COLOURS,
+            "json_name": json_path.name,
+        },
+    )
+    html_path.write_text(html, encoding="utf-8")
+    return json_path, html_path
+
+
+def report_latest() -> Path | None:
+    """The newest HTML report, if any."""
+    reports = sorted(reports_dir().glob("evaluation-*.html"))
+    return reports[-1] if reports else None

@@ -1,0 +1,228 @@
+"""python manage.py evaluate [--selector NAME ...]: clause selection, measured.
+
+Every inventory question goes through the claim message endpoint, in a
+conversation on the inventory's demo policy (follow-ups in their parent's
+conversation); the figures are read from each turn's run record. Then the
+four end-to-end scenarios of seed 000 run five times each. The report goes to
+``var/reports/evaluation-<timestamp>.json`` and ``.html``.
+
+The run uses the configured database and storage (the embedded default, or
+PostgreSQL + S3 when the environment says so) and loads the demo data first
+if it is missing (``load_demo`` is idempotent). Its conversations are tagged
+with the channel ``evaluation``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+from claims.agent.selection import SELECTION_MODELS
+from claims.evaluation import harness
+from claims.evaluation.client import DEMO_CLIENT, EndpointClient
+from claims.evaluation.inventory import LINES, inventories_load
+from claims.evaluation.report import report_write
+
+MUST_BE_ZERO_KEYS = [
+    "citation_not_returned",
+    "citation_on_no_clause_question",
+    "decision",
+    "unbacked_action",
+    "time_promise",
+]
+
+
+@dataclass
+class OutagePlan:
+    outage: Callable[[], contextlib.AbstractContextManager]
+    kind: str
+    serving: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
+    check: Callable[[], None] = lambda: None
+    recovered: int | None = None
+
+
+def _selectors(values: list[str] | None) -> list[str]:
+    names: list[str] = []
+    for value in values or []:
+        names.extend(n.strip() for n in value.split(",") if n.strip())
+    if not names:
+        return [getattr(settings, "CLAIM_AGENT_MODEL", "") or "hybrid"]
+    unknown = [n for n in names if n not in SELECTION_MODELS and "." not in n]
+    if unknown:
+        raise CommandError(
+            f"Unknown selector(s) {', '.join(unknown)}; choose from {', '.join(SELECTION_MODELS)}."
+        )
+    return list(dict.fromkeys(names))
+
+
+def demo_ensure(stdout) -> bool:
+    """Load the demo data if the demo client or the approved wording is missing."""
+    from django.contrib.auth import get_user_model
+
+    from knowledge.models import Release
+
+    present = get_user_model().objects.filter(
+        username=DEMO_CLIENT
+    ).exists() and Release.objects.filter(status=Release.Status.APPROVED).count() >= len(LINES)
+    if not present:
+        call_command("load_demo", stdout=stdout)
+    return not present
+
+
+class Command(BaseCommand):
+    help = "Measure clause selection and the seed-000 scenarios through the claim endpoint."
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--selector",
+            action="append",
+            help=f"Selector(s) to compare, repeatable or comma-separated: "
+            f"{', '.join(SELECTION_MODELS)}, or all. Default: CLAIM_AGENT_MODEL.",
+        )
+        parser.add_argument("--line", action="append", choices=LINES, help="Only these lines.")
+        parser.add_argument(
+            "--limit", type=int, help="Only the first N questions of each line (plus parents)."
+        )
+        parser.add_argument(
+            "--scenario-runs", type=int, default=harness.SCENARIO_RUNS, help="Runs per scenario."
+        )
+        parser.add_argument("--no-scenarios", action="store_true", help="Skip the scenarios.")
+        parser.add_argument(
+            "--base-url",
+            help="Send the requests over HTTP to a running server sharing this database "
+            "(the server's CLAIM_AGENT_MODEL decides the selector).",
+        )
+        parser.add_argument(
+            "--s3-control",
+            action="store_true",
+            help="Outage scenario: start an S3 API server (moto), serve the clauses from it, "
+            "really stop it for the turn and restart it (default: a closed port).",
+        )
+        parser.add_argument(
+            "--strict", action="store_true", help="Exit non-zero if a target is missed."
+        )
+
+    def handle(self, *args, **options):
+        values = options["selector"]
+        if values and any(v.strip() == "all" for v in values):
+            values = [",".join(SELECTION_MODELS)]
+        selectors = _selectors(values)
+        base_url = options["base_url"]
+        if base_url and len(selectors) > 1:
+            raise CommandError("--selector compares selectors in-process; drop --base-url.")
+        if demo_ensure(self.stdout):
+            self.stdout.write("Loaded the demo data (it was missing).")
+
+        client = EndpointClient(base_url=base_url)
+        inventories = inventories_load(lines=tuple(options["line"] or LINES))
+        runs = []
+        for name in selectors:
+            run = harness.inventory_run(
+                client,
+                inventories,
+                selector=None if base_url else name,
+                limit=options["limit"],
+                progress=self.stdout.write,
+            )
+            run.name = name
+            runs.append(run)
+
+        scenarios = {}
+        if not options["no_scenarios"]:
+            plan = self._outage(options["s3_control"], client)
+            default = None if base_url else ("hybrid" if "hybrid" in selectors else selectors[0])
+            with harness.selector_configured(default), plan.serving():
+                scenarios = harness.scenarios_run(
+                    client,
+                    outage=plan.outage,
+                    outage_kind=plan.kind,
+                    runs=options["scenario_runs"],
+                    after_outage=plan.check,
+                )
+            if plan.recovered is not None:
+                scenarios["storage_stopped"]["recovered_after_restart"] = plan.recovered
+            for name, s in scenarios.items():
+                self.stdout.write(
+                    f"scenario {name:<22} {s['passed']}/{s['runs']} {s['failed_checks']}"
+                )
+
+        report = self._report(
+            runs, scenarios, transport="HTTP " + base_url if base_url else "in-process"
+        )
+        json_path, html_path = report_write(report)
+        for run in report["selectors"]:
+            zero = ", ".join(f"{k}={v}" for k, v in run["must_be_zero"].items())
+            self.stdout.write(f"must be zero [{run['selector']}]: {zero}")
+        self.stdout.write(f"Report: {json_path}\n        {html_path}")
+        self.stdout.write("Targets met." if report["targets_met"] else "Targets NOT met.")
+        if options["strict"] and not report["targets_met"]:
+            raise CommandError("Evaluation targets missed (see the report).")
+
+    def _outage(self, s3_control: bool, client: EndpointClient) -> OutagePlan:
+        """How the storage scenario stops object storage, and what wraps the runs."""
+        from claims.evaluation.outage import MotoS3Control, closed_port_storage
+
+        if not s3_control:
+            return OutagePlan(outage=closed_port_storage, kind="storage at a closed port")
+        from knowledge.models import Release
+
+        version_ids = list(
+            Release.objects.filter(status=Release.Status.APPROVED).values_list(
+                "version_id", flat=True
+            )
+        )
+        control = MotoS3Control()
+        plan = OutagePlan(
+            outage=control.stopped,
+            kind=f"S3 API server (moto) on {control.endpoint}, stopped and restarted",
+            serving=lambda: control.serving(version_ids),
+            recovered=0,
+        )
+
+        def recovery_check() -> None:
+            turn, _ = harness._scenario_turn(client, harness.COVERED_POLICY, harness.RENTAL)
+            plan.recovered += turn.guidance_status == "answered"
+
+        plan.check = recovery_check
+        return plan
+
+    def _report(self, runs, scenarios, *, transport: str) -> dict:
+        from claims.evaluation.harness import TARGETS
+
+        selectors = []
+        for run in runs:
+            data = run.as_dict()
+            data["must_be_zero_values"] = [
+                data["must_be_zero"].get(k, 0) for k in MUST_BE_ZERO_KEYS
+            ]
+            selectors.append(data)
+        hybrid = next((s for s in selectors if s["selector"] == "hybrid"), None)
+        met = True
+        if hybrid is not None:
+            for figures in hybrid["lines"].values():
+                met &= (figures["returned"] or 0) >= TARGETS["returned_min"]
+                if figures["no_clause_questions"]:
+                    met &= (figures["nothing_fits"] or 0) >= TARGETS["nothing_fits_min"]
+            met &= not any(hybrid["must_be_zero_values"])
+        for s in scenarios.values():
+            met &= s["passed"] == s["runs"]
+        db = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
+        return {
+            "generated_at": datetime.now().isoformat(timespec="seconds"),
+            "environment": {
+                "database": db,
+                "storage": getattr(settings, "STORAGE_BACKEND", "local"),
+                "transport": transport,
+            },
+            "targets": TARGETS,
+            "targets_met": bool(met),
+            "must_be_zero_keys": MUST_BE_ZERO_KEYS,
+            "selectors": selectors,
+            "scenarios": scenarios,
+        }
