@@ -101,16 +101,21 @@ class _IndexedModel:
                 return None
         return self._embedder
 
-    def _cosines(self, index: VersionIndex, query: str) -> np.ndarray | None:
-        """Per clause, the best cosine of the query with the clause or a passage."""
+    def _embed(self, text: str) -> np.ndarray | None:
         embedder = self._get_embedder()
         if embedder is None:
+            return None
+        return np.asarray(embedder.encode([text]), dtype=np.float32)[0]
+
+    def _cosines(self, index: VersionIndex, vector: np.ndarray | None) -> np.ndarray | None:
+        """Per clause, the best cosine of ``vector`` with the clause or one of its passages."""
+        embedder = self._get_embedder()
+        if embedder is None or vector is None:
             return None
         found = passage_embeddings(index, embedder)
         if found is None:
             return None
         matrix, owner = found
-        vector = np.asarray(embedder.encode([query]), dtype=np.float32)[0]
         best = np.full(len(index), -1.0, dtype=np.float32)
         np.maximum.at(best, owner, matrix @ vector)
         return best
@@ -145,7 +150,7 @@ class EmbeddingModel(_IndexedModel):
         self, *, message: str, directory: ClauseDirectory, context: SelectionContext
     ) -> list[str]:
         index = self._index(directory)
-        cosines = self._cosines(index, message)
+        cosines = self._cosines(index, self._embed(message))
         if cosines is None:
             return []
         return _threshold_top(index, cosines, minimum=self.minimum, relative=self.relative)
@@ -261,14 +266,15 @@ class HybridModel(_IndexedModel):
             stems = stems * 2 + T.stems(previous)
         bm25 = index.bm25_scores(stems)
         n = len(index)
-        cosines = self._cosines(index, query)
+        vector = self._embed(query)
+        cosines = self._cosines(index, vector)
         if cosines is None:
             cosines = np.zeros(n, dtype=np.float32)
         lists = [_ranks(bm25, floor=0.0), _ranks(cosines, floor=-1.0)]
         best_cos = float(cosines.max()) if n else 0.0
         prior_ids: tuple[str, ...] = ()
         if follow_up:
-            fused_cosines = self._cosines(index, f"{query} {previous}")
+            fused_cosines = self._cosines(index, self._embed(f"{query} {previous}"))
             if fused_cosines is not None:
                 lists.append(_ranks(fused_cosines, floor=-1.0))
                 best_cos = max(best_cos, float(fused_cosines.max()))
@@ -280,7 +286,8 @@ class HybridModel(_IndexedModel):
             )
             lists.append({index.ids.index(c): r for r, c in enumerate(prior_ids, start=1)})
         best_bm = float(bm25.max()) if n else 0.0
-        out_of_scope = self._out_of_scope(message)
+        # Out-of-scope topics are judged on the customer's own words.
+        out_of_scope = self._out_of_scope(vector if query == message else self._embed(message))
         off_topic = out_of_scope - best_cos >= p.out_of_scope_margin
         fits = (best_cos >= p.fit_cosine or best_bm >= p.fit_bm25) and not off_topic
 
@@ -326,12 +333,11 @@ class HybridModel(_IndexedModel):
             selected=tuple(selected[:MAX_CLAUSES]),
         )
 
-    def _out_of_scope(self, message: str) -> float:
-        """The message's best cosine with an out-of-scope topic (0 without embedder)."""
+    def _out_of_scope(self, vector: np.ndarray | None) -> float:
+        """The query's best cosine with an out-of-scope topic (0 without embedder)."""
         embedder = self._get_embedder()
-        if embedder is None:
+        if embedder is None or vector is None:
             return 0.0
-        vector = np.asarray(embedder.encode([message]), dtype=np.float32)[0]
         return float((_out_of_scope_vectors(embedder) @ vector).max())
 
     def _add_reference(
