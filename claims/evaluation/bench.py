@@ -53,21 +53,31 @@ class BenchResult:
         }
 
 
+_TURN_NUMBERS = itertools.count()
+
+
 def _questions():
-    """(policy, message) pairs from the inventories, stand-alone questions only."""
-    pairs = []
-    for inventory in inventories_load():
-        for q in inventory.questions:
-            if not q.after:
-                pairs.append((inventory.policy_number, q.text))
-    return pairs
+    """Endless (policy, message) pairs, lines interleaved, every message unique.
+
+    Stand-alone inventory questions, round-robin over the lines so the
+    warm-up touches every line's index. A turn number is appended so no
+    turn reuses a memoised query embedding: each pays a real encode.
+    """
+    per_line = [
+        [(inv.policy_number, q.text) for q in inv.questions if not q.after]
+        for inv in inventories_load()
+    ]
+    rounds = itertools.zip_longest(*per_line)
+    ordered = [pair for round_ in rounds for pair in round_ if pair is not None]
+    for policy, message in itertools.cycle(ordered):
+        yield policy, f"{message} (turn {next(_TURN_NUMBERS)})"
 
 
 def turns_bench(
     client: EndpointClient, *, turns: int, warmup: int = 6, memory_turns: int = 30
 ) -> BenchResult:
     """``turns`` messages, each in a fresh conversation, after ``warmup`` unmeasured ones."""
-    questions = itertools.cycle(_questions())
+    questions = _questions()
     for _ in range(warmup):  # loads the embedder and each line's index once
         policy, message = next(questions)
         client.message_send(client.conversation_start(policy), message)
