@@ -80,6 +80,9 @@ class ConversationCreateApi(APIView):
             choices=Conversation.Channel.choices, required=False, default="web"
         )
 
+        class Meta:
+            ref_name = "ConversationCreateInput"
+
     @extend_schema(
         request=InputSerializer,
         responses={201: ConversationOutputSerializer},
@@ -180,6 +183,9 @@ class ConversationMessageCreateApi(APIView):
         message = serializers.CharField(max_length=MESSAGE_MAX_LENGTH, trim_whitespace=True)
         policy_number = PolicyNumberField()
 
+        class Meta:
+            ref_name = "ConversationMessageInput"
+
     @extend_schema(
         request=InputSerializer,
         responses={201: TurnOutputSerializer},
@@ -205,6 +211,9 @@ class ConversationMessageCreateApi(APIView):
 class ConversationDetailApi(APIView):
     class OutputSerializer(ConversationOutputSerializer):
         turns = serializers.SerializerMethodField()
+
+        class Meta:
+            ref_name = "ConversationDetail"
 
         def get_turns(self, conversation) -> list[dict]:
             return [

@@ -48,6 +48,17 @@ def _fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """Each test starts with an empty cache: throttle counts and cached directories
+    are keyed by ids that the next test's rolled-back database reuses."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
 @pytest.fixture
 def demo(db):
     """The demo data, loaded with the real command (``python manage.py load_demo``)."""

@@ -164,7 +164,9 @@ def test_a_policy_number_given_later_confirms_the_line(api_client):
     body = say(api_client, conversation, RENTAL, policy_number="NW-MTR-204518")
     assert body["guidance_status"] == "answered"
     assert body["facts"]["line"] == "motor"
-    detail = api_client.get(f"/api/v1/conversations/{conversation}/").json()
+    response = api_client.get(f"/api/v1/conversations/{conversation}/")
+    assert response.status_code == 200, response.content
+    detail = response.json()
     assert detail["policy_number"] == "NW-MTR-204518"
     assert detail["line"] == "motor"
     assert [t["guidance_status"] for t in detail["turns"]] == ["line_unconfirmed", "answered"]
@@ -244,17 +246,22 @@ def test_object_storage_down_keeps_facts_and_cites_nothing(api_client, settings)
 
 
 @pytest.mark.s3
-def test_object_storage_really_stopped(api_client, settings, private_s3_server):
+def test_object_storage_really_stopped(db, settings, private_s3_server):
     """The S3 server is stopped for real between loading the wording and the turn."""
     from io import StringIO
 
     from django.core.management import call_command
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
 
     from tests.conftest import s3_storages
 
     server, endpoint = private_s3_server
     settings.STORAGES = s3_storages(settings, endpoint)
-    call_command("load_demo", stdout=StringIO())  # wording now lives on that server
+    call_command("load_demo", stdout=StringIO())  # the wording now lives on that server
+    api_client = APIClient()
+    token = Token.objects.get(user__username="demo-client")
+    api_client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
     conversation = start(api_client, "NW-MTR-204518")
     assert say(api_client, conversation, RENTAL)["guidance_status"] == "answered"
     server.stop()

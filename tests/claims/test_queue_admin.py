@@ -1,0 +1,107 @@
+"""Queue agents work the pending-answers queue in the admin, through the services."""
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from claims.models import PendingQuestion
+from claims.services import PendingQuestionError, pending_question_answer, pending_question_take
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def entry(api_client) -> PendingQuestion:
+    conversation = api_client.post(
+        "/api/v1/conversations/", {"policy_number": "NW-MTR-550001"}, format="json"
+    ).json()["id"]
+    body = api_client.post(
+        f"/api/v1/conversations/{conversation}/messages/",
+        {"message": "Can I get a hire car while mine is fixed?"},
+        format="json",
+    ).json()
+    return PendingQuestion.objects.get(pk=body["pending_question"]["id"])
+
+
+@pytest.fixture
+def agent_client(client, demo):
+    assert client.login(username="demo-agent", password="northwind-agent-demo") is True
+    return client
+
+
+def test_queue_agent_filters_the_queue_by_reason_line_status_and_age(agent_client, entry):
+    for query in ("", "?reason__exact=out_of_scope", "?line=motor", "?status__exact=open",
+                  "?age=1d"):
+        response = agent_client.get(f"/admin/claims/pendingquestion/{query}")
+        assert response.status_code == 200, query
+    listing = agent_client.get("/admin/claims/pendingquestion/?reason__exact=out_of_scope")
+    assert entry.reference in listing.content.decode()
+    other = agent_client.get("/admin/claims/pendingquestion/?reason__exact=no_clause")
+    assert entry.reference not in other.content.decode()
+
+
+def test_take_then_answer_in_the_admin(agent_client, entry):
+    response = agent_client.get(f"/admin/claims/pendingquestion/{entry.pk}/take/", follow=True)
+    assert "is now yours" in response.content.decode()
+    response = agent_client.post(
+        f"/admin/claims/pendingquestion/{entry.pk}/answer/",
+        {"answer": "Corporate fleet policies use the fleet wording; your account manager "
+                   "has the hire-car terms.", "proposed_content": "A card for fleet customers."},
+        follow=True,
+    )
+    assert response.status_code == 200
+    entry.refresh_from_db()
+    assert entry.status == "answered"
+    assert entry.assignee.username == "demo-agent"
+    assert entry.proposed_content == "A card for fleet customers."
+    assert entry.history.count() == 3  # opened, taken, answered
+    assert entry.history.first().history_change_reason == "Answered by demo-agent"
+
+
+def test_dismiss_needs_a_reason(agent_client, entry):
+    response = agent_client.post(f"/admin/claims/pendingquestion/{entry.pk}/dismiss/",
+                                 {"reason": ""})
+    assert response.status_code == 200
+    entry.refresh_from_db()
+    assert entry.status == "open"
+    agent_client.post(f"/admin/claims/pendingquestion/{entry.pk}/dismiss/",
+                      {"reason": "Duplicate of an earlier question."})
+    entry.refresh_from_db()
+    assert entry.status == "dismissed"
+    assert entry.dismiss_reason == "Duplicate of an earlier question."
+
+
+def test_a_closed_entry_cannot_be_answered_again(agent_client, entry):
+    agent = get_user_model().objects.get(username="demo-agent")
+    pending_question_answer(entry_id=entry.pk, acting_user=agent, answer="Done.")
+    response = agent_client.post(
+        f"/admin/claims/pendingquestion/{entry.pk}/answer/", {"answer": "Again"}, follow=True
+    )
+    assert "only open entries change" in response.content.decode()
+    entry.refresh_from_db()
+    assert entry.staff_answer == "Done."
+
+
+def test_an_entry_taken_by_someone_else_cannot_be_taken(entry):
+    User = get_user_model()
+    agent = User.objects.get(username="demo-agent")
+    other = User.objects.create(username="agent-two", is_staff=True)
+    other.groups.set(agent.groups.all())
+    pending_question_take(entry_id=entry.pk, acting_user=agent)
+    with pytest.raises(PendingQuestionError, match="already taken by demo-agent"):
+        pending_question_take(entry_id=entry.pk, acting_user=User.objects.get(pk=other.pk))
+
+
+def test_staff_without_the_queue_permission_cannot_work_it(entry):
+    editor = get_user_model().objects.get(username="demo-editor")
+    with pytest.raises(PendingQuestionError, match="permission"):
+        pending_question_take(entry_id=entry.pk, acting_user=editor)
+
+
+def test_run_records_are_read_only_and_filterable(agent_client, entry):
+    listing = agent_client.get("/admin/claims/turn/?guidance_status__exact=wording_not_routable")
+    assert listing.status_code == 200
+    assert "wording_not_routable" in listing.content.decode()
+    turn = entry.turn
+    page = agent_client.get(f"/admin/claims/turn/{turn.pk}/change/")
+    assert page.status_code == 200
+    assert agent_client.get("/admin/claims/turn/add/").status_code == 403
