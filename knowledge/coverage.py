@@ -13,11 +13,15 @@ COVERAGE_SECTIONS: dict[str, dict[str, str]] = {
         "excess_free_glass": "No excess for windscreen and window glass claims",
     },
     "home": {
-        "glass_sanitary_excess_free": "No excess for broken glass and sanitary fixtures in your home",
+        "glass_sanitary_excess_free": (
+            "No excess for broken glass and sanitary fixtures in your home"
+        ),
         "landlord": "Landlord cover: loss of rent and damage by tenants for a home you rent out",
     },
     "contents": {
-        "specified_items": "Specified items: valuables listed in your schedule, covered anywhere in the world",
+        "specified_items": (
+            "Specified items: valuables listed in your schedule, covered anywhere in the world"
+        ),
         "portable_items_overseas": "Portable items you take with you when travelling overseas",
     },
 }

@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from claims.evaluation.views import evaluation_report_latest
 from northwind.health import healthz
 
 admin.site.site_header = "Northwind claims back-office"
@@ -16,6 +17,11 @@ api_v1 = [
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path(
+        "admin/reports/evaluation/latest/",
+        evaluation_report_latest,
+        name="evaluation-report-latest",
+    ),
     path("admin/", admin.site.urls),
     path("api/v1/", include((api_v1, "api"), namespace="v1")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

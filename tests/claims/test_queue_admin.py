@@ -105,3 +105,10 @@ def test_run_records_are_read_only_and_filterable(agent_client, entry):
     page = agent_client.get(f"/admin/claims/turn/{turn.pk}/change/")
     assert page.status_code == 200
     assert agent_client.get("/admin/claims/turn/add/").status_code == 403
+
+
+def test_the_admin_index_links_the_latest_evaluation_report(agent_client, settings, tmp_path):
+    index = agent_client.get("/admin/")
+    assert 'href="/admin/reports/evaluation/latest/"' in index.content.decode()
+    response = agent_client.get("/admin/reports/evaluation/latest/")
+    assert response.status_code in (200, 404)  # 404 until `evaluate` has run once
