@@ -158,6 +158,14 @@ class PendingQuestionAdmin(SimpleHistoryAdmin):
     def short_question(self, entry: PendingQuestion) -> str:
         return entry.question[:90]
 
+    @admin.display(description="turn")
+    def turn_link(self, entry: PendingQuestion) -> str:
+        turn = Turn.objects.filter(pending_question=entry).only("pk", "trace_id").first()
+        if turn is None:
+            return "—"
+        url = reverse("admin:claims_turn_change", args=[turn.pk])
+        return format_html('<a href="{}">{}</a>', url, turn.trace_id)
+
     @admin.display(description="work this entry")
     def work_links(self, entry: PendingQuestion) -> str:
         if entry.status != PendingQuestion.Status.OPEN:

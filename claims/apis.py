@@ -202,6 +202,8 @@ class ConversationMessageCreateApi(APIView):
             policy_number=data.get("policy_number") or None,
             received_at=timezone.now(),
             trace_id=uuid.uuid4().hex,
+            conversation_policy_number=conversation.policy_number,
+            conversation_line=conversation.line,
         )
         outcome, turn = turn_run(turn_request, model=claim_agent_model(), store=clause_store())
         titles = {c.clause_id: c.title for c in outcome.returned}

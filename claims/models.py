@@ -81,8 +81,13 @@ class Turn(models.Model):
     timings_ms = models.JSONField(default=dict)
     model_name = models.CharField(max_length=64)
     draft_writer = models.CharField(max_length=64, blank=True)
-    pending_question = models.ForeignKey(
-        "PendingQuestion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    pending_question = models.OneToOneField(
+        "PendingQuestion",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="turn",
+        help_text="The pending question this turn opened (its reply names it).",
     )
 
     class Meta:
@@ -126,9 +131,6 @@ class PendingQuestion(models.Model):
     question = models.TextField(help_text="The customer's question, personal data masked.")
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="pending_questions"
-    )
-    turn = models.ForeignKey(
-        Turn, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     line = models.CharField(max_length=16, blank=True, db_index=True)
     policy_number = models.CharField(max_length=32, blank=True)

@@ -124,6 +124,4 @@ def turn_record_save(*, fields: dict, conversation_updates: dict, pending_id: in
             Conversation.objects.filter(pk=fields["conversation_id"]).update(
                 **conversation_updates, updated_at=timezone.now()
             )
-        if pending_id is not None:
-            PendingQuestion.objects.filter(pk=pending_id).update(turn=turn)
     return turn

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date
 
 from claims.agent.types import Facts, PriorTurn, TurnRequest
-from claims.models import Conversation, Turn
+from claims.models import Turn
 from schedules.lookup import schedule_lookup
 
 HISTORY_TURNS = 3
@@ -17,8 +17,8 @@ def turn_facts_load(request: TurnRequest, *, question_date: date) -> Facts:
     The line is confirmed only by a found schedule. An unknown number is *no
     evidence*: nothing is guessed from it.
     """
-    conversation = Conversation.objects.only("policy_number").get(pk=request.conversation_id)
-    policy_number = (request.policy_number or conversation.policy_number or "").strip().upper()
+    given = request.policy_number or request.conversation_policy_number or ""
+    policy_number = given.strip().upper()
     history = tuple(
         PriorTurn(
             message=row["message"],

@@ -156,6 +156,8 @@ def turn_run(
     # "total" is the time up to the record step, which cannot time itself.
     timer.timings["total"] = round((time.perf_counter() - started) * 1000, 3)
     turn = turn_record(outcome, masked_message=masked_message, pending_id=pending and pending.pk)
+    if pending is not None:
+        turn.pending_question = pending  # the response reads it; no second query
     return outcome, turn
 
 
@@ -192,7 +194,11 @@ def turn_record(outcome: TurnOutcome, *, masked_message: str, pending_id: int | 
         "model_name": outcome.model_name,
         "draft_writer": outcome.draft.writer,
     }
+    request = outcome.request
     updates = {}
-    if facts.schedule is not None:
+    if facts.schedule is not None and (
+        facts.policy_number != request.conversation_policy_number
+        or facts.line != request.conversation_line
+    ):
         updates = {"policy_number": facts.policy_number, "line": facts.line}
     return turn_record_save(fields=fields, conversation_updates=updates, pending_id=pending_id)

@@ -55,6 +55,9 @@ class TurnRequest:
     policy_number: str | None  # given with this message; else the conversation's
     received_at: datetime
     trace_id: str
+    # The conversation's confirmed facts as the endpoint loaded them.
+    conversation_policy_number: str = ""
+    conversation_line: str = ""
 
 
 @dataclass(frozen=True)

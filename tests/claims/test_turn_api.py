@@ -328,7 +328,7 @@ def test_the_run_record_holds_the_evidence_with_personal_data_masked(api_client)
 def test_a_turn_that_opens_a_pending_question_links_it_both_ways(api_client):
     body = say(api_client, start(api_client, "NW-MTR-550001"), RENTAL)
     entry = PendingQuestion.objects.get(pk=body["pending_question"]["id"])
-    assert entry.turn_id == body["turn_id"]
+    assert entry.turn.pk == body["turn_id"]
     assert Turn.objects.get(pk=body["turn_id"]).pending_question_id == entry.pk
     assert entry.policy_number == "NW-MTR-550001"
     assert entry.evidence["guidance_status"] == "wording_not_routable"

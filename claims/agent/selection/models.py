@@ -274,7 +274,15 @@ class HybridModel(_IndexedModel):
         best_cos = float(cosines.max()) if n else 0.0
         prior_ids: tuple[str, ...] = ()
         if follow_up:
-            fused_cosines = self._cosines(index, self._embed(f"{query} {previous}"))
+            # Mean pooling of the two texts together is close to the mean of
+            # their vectors, and the previous message's vector is already in
+            # the embedder's memo: one model run saved on every follow-up.
+            prior_vector = self._embed(previous)
+            fused_vector = None
+            if vector is not None and prior_vector is not None:
+                fused_vector = vector + prior_vector
+                fused_vector = fused_vector / max(float(np.linalg.norm(fused_vector)), 1e-12)
+            fused_cosines = self._cosines(index, fused_vector)
             if fused_cosines is not None:
                 lists.append(_ranks(fused_cosines, floor=-1.0))
                 best_cos = max(best_cos, float(fused_cosines.max()))
