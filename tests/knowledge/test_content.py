@@ -1,0 +1,75 @@
+"""The shipped wording 2026.2 and MVP-2026.1, and the customer-question inventories."""
+
+from pathlib import Path
+
+import pytest
+
+from claims.evaluation.inventory import inventories_load
+from knowledge.wording_format import IdHistory, wording_parse
+
+WORDING = Path(__file__).resolve().parents[2] / "knowledge" / "content" / "wording"
+DOCUMENTS = {"motor": "NW-MOTOR", "home": "NW-HOME", "contents": "NW-CONTENTS"}
+
+
+def parsed(line: str, label: str, history: IdHistory | None = None):
+    source = (WORDING / f"{DOCUMENTS[line]}-{label}.md").read_text(encoding="utf-8")
+    return wording_parse(source, line=line, history=history)
+
+
+@pytest.mark.parametrize("line", DOCUMENTS)
+def test_both_versions_pass_the_validator_with_ids_only_appended(line):
+    mvp = parsed(line, "MVP-2026.1")
+    assert mvp.ok, [str(e) for e in mvp.errors]
+    ids = frozenset(c.clause_id for c in mvp.clauses)
+    current = parsed(line, "2026.2", IdHistory(ever=ids, latest=ids, latest_label="MVP-2026.1"))
+    assert current.ok, [str(e) for e in current.errors]
+    assert ids <= {c.clause_id for c in current.clauses}
+    assert 18 <= len(current.clauses) <= 30
+
+
+@pytest.mark.parametrize("line", DOCUMENTS)
+def test_every_clause_fits_in_1500_characters(line):
+    for label in ("MVP-2026.1", "2026.2"):
+        for clause in parsed(line, label).clauses:
+            assert clause.char_count <= 1500, (clause.clause_id, clause.char_count)
+
+
+@pytest.mark.parametrize("line", DOCUMENTS)
+def test_the_wording_is_headed_as_synthetic(line):
+    for label in ("MVP-2026.1", "2026.2"):
+        head = (WORDING / f"{DOCUMENTS[line]}-{label}.md").read_text(encoding="utf-8")[:600]
+        assert "not a real insurance contract" in head
+        assert "MVP demo" not in head
+
+
+def test_mtr_ben_03_carries_the_seed_terms():
+    clause = next(c for c in parsed("motor", "2026.2").clauses if c.clause_id == "MTR-BEN-03")
+    assert clause.schedule_section == "alternative_transport"
+    for term in ("NZD 60 a day", "21 days", "7 days after", "fuel", "tolls", "parking",
+                 "No excess", "MTR-COV-01", "only if your schedule lists alternative transport"):
+        assert term in clause.text, term
+    mvp_ids = {c.clause_id for c in parsed("motor", "MVP-2026.1").clauses}
+    assert "MTR-BEN-03" not in mvp_ids  # the legacy motor wording had no hire-car clause
+
+
+@pytest.mark.parametrize("inventory", inventories_load(), ids=lambda i: i.line)
+def test_every_inventory_row_maps_to_a_customer_clause_of_2026_2(inventory):
+    clauses = {c.clause_id: c for c in parsed(inventory.line, "2026.2").clauses}
+    assert len(inventory.questions) >= 40
+    ids = {q.id for q in inventory.questions}
+    for question in inventory.questions:
+        assert question.coverage in {"covered", "partial", "not_included", "no_clause"}, question
+        if question.coverage == "no_clause":
+            assert question.expected == (), question
+        else:
+            assert question.expected, question
+        for clause_id in question.expected:
+            assert clause_id in clauses, (question.id, clause_id)
+            assert clauses[clause_id].visibility == "customer", (question.id, clause_id)
+        if question.after:
+            assert question.after in ids, question
+    expected = {cid for q in inventory.questions for cid in q.expected}
+    customer = {cid for cid, c in clauses.items() if c.visibility == "customer"}
+    assert customer <= expected, f"clauses no question asks about: {sorted(customer - expected)}"
+    assert sum(q.no_clause for q in inventory.questions) >= 5
+    assert sum(bool(q.after) for q in inventory.questions) >= 4
