@@ -85,7 +85,8 @@ def wording_version_check(
             f"Channels must be one or more of {', '.join(Channel.values)}"
             + (f"; unknown: {', '.join(unknown)}." if unknown else ".")
         )
-    if WordingVersion.objects.filter(document__document_id=document_id, label=label).exists():
+    existing = WordingVersion.objects.filter(document__document_id=document_id, label=label)
+    if existing.exclude(status=WordingVersion.Status.FAILED).exists():
         raise WordingError(f"{document_id} already has a version {label!r}.")
     return line
 
@@ -135,19 +136,26 @@ def wording_version_create(
         document, _ = WordingDocument.objects.get_or_create(
             document_id=document_id, defaults={"line": line}
         )
-        version = WordingVersion(
-            document=document,
-            label=label,
-            source_sha256=sha,
-            effective_from=effective_from,
-            effective_to=effective_to,
-            channels=[c for c in Channel.values if c in channels],
-            status=WordingVersion.Status.FAILED if stored_error else WordingVersion.Status.UPLOADED,
-            validation_errors=[stored_error] if stored_error else [],
-            created_by=acting_user,
+        # A version that failed published nothing and was never released, so
+        # a corrected source may take its place under the same label.
+        replaced = (
+            WordingVersion.objects.select_for_update()
+            .filter(document=document, label=label, status=WordingVersion.Status.FAILED)
+            .first()
         )
+        version = replaced or WordingVersion(document=document, label=label)
+        version.source_sha256 = sha
+        version.effective_from = effective_from
+        version.effective_to = effective_to
+        version.channels = [c for c in Channel.values if c in channels]
+        version.status = (
+            WordingVersion.Status.FAILED if stored_error else WordingVersion.Status.UPLOADED
+        )
+        version.validation_errors = [stored_error] if stored_error else []
+        version.created_by = acting_user
         version.source.name = "" if stored_error else key
-        version._change_reason = f"Uploaded {filename}" + (" (not stored)" if stored_error else "")
+        verb = "Replaced the failed source with" if replaced else "Uploaded"
+        version._change_reason = f"{verb} {filename}" + (" (not stored)" if stored_error else "")
         try:
             version.full_clean(exclude=["source"])
         except ValidationError as exc:

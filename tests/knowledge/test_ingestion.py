@@ -475,3 +475,31 @@ def test_clause_rows_carry_embeddings_when_an_embedder_is_there(monkeypatch):
     assert version.embedding_model == "fake-2d"
     embedding = version.clauses.first().embedding
     assert np.frombuffer(bytes(embedding), dtype=np.float32).tolist() == [1.0, 0.0]
+
+
+@pytest.mark.django_db
+def test_a_corrected_source_replaces_a_failed_version_under_the_same_label(source_file, capsys):
+    """A failed version published nothing, so the fixed file may take its label."""
+    bad = source_file(wording(COV_01, clause("MTR-COV-01", body="Again.")))
+    with pytest.raises(CommandError):
+        ingest_command(bad, "2026.2")
+    failed = WordingVersion.objects.get(label="2026.2")
+    assert failed.status == "failed"
+    # when the corrected file is ingested under the same label
+    ingest_command(source_file(VALID), "2026.2")
+    # then the same version is ingested, its errors gone, and history says why
+    version = WordingVersion.objects.get(label="2026.2")
+    assert version.pk == failed.pk
+    assert version.status == "ingested"
+    assert version.validation_errors == []
+    assert Clause.objects.filter(version=version).count() > 0
+    reasons = [h.history_change_reason for h in version.history.all()]
+    assert any(r and r.startswith("Replaced the failed source with") for r in reasons)
+
+
+@pytest.mark.django_db
+def test_an_ingested_version_is_never_replaced_by_another_source(source_file):
+    ingest_command(source_file(VALID), "2026.2")
+    changed = source_file(VALID.replace("sudden", "sudden and unforeseen", 1))
+    with pytest.raises(CommandError, match="already exists with a different source"):
+        ingest_command(changed, "2026.2")

@@ -64,6 +64,8 @@ class Command(BaseCommand):
             .filter(document__document_id=document_id, label=label)
             .first()
         )
+        if version is not None and version.status == WordingVersion.Status.FAILED:
+            version = None  # it published nothing: the corrected source replaces it
         if version is not None:
             if version.source_sha256 != hashlib.sha256(source).hexdigest():
                 raise CommandError(
