@@ -7,6 +7,16 @@ from django.db import models
 from django.db.models import Q
 from simple_history.models import HistoricalRecords
 
+from claims.agent import types as agent_types
+
+REASON_LABELS = {
+    agent_types.PendingReason.NEEDS_DECISION: "Needs a decision",
+    agent_types.PendingReason.NO_CLAUSE: "No clause answers it",
+    agent_types.PendingReason.KNOWLEDGE_UNAVAILABLE: "Wording store unavailable",
+    agent_types.PendingReason.NO_APPROVED_VERSION: "No approved wording version",
+    agent_types.PendingReason.OUT_OF_SCOPE: "Out of scope (wording not routable)",
+}
+
 
 class Conversation(models.Model):
     """A customer's conversation with the claim agent, owned by one API client."""
@@ -44,14 +54,10 @@ class Turn(models.Model):
     message is stored with personal data masked.
     """
 
-    class GuidanceStatus(models.TextChoices):
-        ANSWERED = "answered"
-        NO_CLAUSE_SELECTED = "no_clause_selected"
-        KNOWLEDGE_UNAVAILABLE = "knowledge_unavailable"
-        NO_APPROVED_VERSION = "no_approved_version"
-        LINE_UNCONFIRMED = "line_unconfirmed"
-        SCHEDULE_NOT_FOUND = "schedule_not_found"
-        WORDING_NOT_ROUTABLE = "wording_not_routable"
+    # One vocabulary: the pipeline's enum (claims.agent.types) as model choices.
+    GuidanceStatus = models.TextChoices(
+        "GuidanceStatus", [(status.name, status.value) for status in agent_types.GuidanceStatus]
+    )
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="turns")
     trace_id = models.CharField(max_length=64, unique=True, default=uuid.uuid4)
@@ -94,17 +100,7 @@ class Turn(models.Model):
         ordering = ["created_at", "pk"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(
-                    guidance_status__in=[
-                        "answered",
-                        "no_clause_selected",
-                        "knowledge_unavailable",
-                        "no_approved_version",
-                        "line_unconfirmed",
-                        "schedule_not_found",
-                        "wording_not_routable",
-                    ]
-                ),
+                condition=Q(guidance_status__in=[s.value for s in agent_types.GuidanceStatus]),
                 name="turn_guidance_status_valid",
             ),
         ]
@@ -116,12 +112,13 @@ class Turn(models.Model):
 class PendingQuestion(models.Model):
     """A question the agent could not answer or must not decide, for staff."""
 
-    class Reason(models.TextChoices):
-        NEEDS_DECISION = "needs_decision", "Needs a decision"
-        NO_CLAUSE = "no_clause", "No clause answers it"
-        KNOWLEDGE_UNAVAILABLE = "knowledge_unavailable", "Wording store unavailable"
-        NO_APPROVED_VERSION = "no_approved_version", "No approved wording version"
-        OUT_OF_SCOPE = "out_of_scope", "Out of scope (wording not routable)"
+    Reason = models.TextChoices(
+        "Reason",
+        [
+            (reason.name, (reason.value, REASON_LABELS[reason]))
+            for reason in agent_types.PendingReason
+        ],
+    )
 
     class Status(models.TextChoices):
         OPEN = "open", "Open"
@@ -165,15 +162,7 @@ class PendingQuestion(models.Model):
                 name="pending_question_status_valid",
             ),
             models.CheckConstraint(
-                condition=Q(
-                    reason__in=[
-                        "needs_decision",
-                        "no_clause",
-                        "knowledge_unavailable",
-                        "no_approved_version",
-                        "out_of_scope",
-                    ]
-                ),
+                condition=Q(reason__in=[r.value for r in agent_types.PendingReason]),
                 name="pending_question_reason_valid",
             ),
             models.CheckConstraint(
