@@ -253,15 +253,16 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
         parts = clause_parts(clause.text)
         if not parts:
             continue
+        own = terms(f"{clause.title} {clause.text}")
+        if index > 0 and not ((asked - _GENERIC - answered) & own):
+            continue  # a further clause that adds nothing to what was asked
         specific = asked - terms(clause.title) - _GENERIC - answered
-        answered |= terms(f"{clause.title} {clause.text}")
+        answered |= own
         matching = sorted(
             (p for p in parts if specific & p.terms),
             key=lambda p: (len(specific & p.terms), p.negative),
             reverse=True,
         )
-        if index > 0 and not matching:
-            continue  # a supporting clause that says nothing about what was asked
         chosen = matching[:2] if matching else _general_parts(parts, wants_time)
         if matching and wants_money:
             chosen += [p for p in parts if p.has_amount and p not in chosen][:1]

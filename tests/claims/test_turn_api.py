@@ -332,3 +332,15 @@ def test_a_turn_that_opens_a_pending_question_links_it_both_ways(api_client):
     assert Turn.objects.get(pk=body["turn_id"]).pending_question_id == entry.pk
     assert entry.policy_number == "NW-MTR-550001"
     assert entry.evidence["guidance_status"] == "wording_not_routable"
+
+
+def test_unrelated_questions_in_one_conversation_are_not_read_as_follow_ups(api_client):
+    """Only a message that leans on the previous one borrows its clauses."""
+    conversation = start(api_client, "NW-MTR-204518")
+    assert cited(say(api_client, conversation, "my windshield cracked"))[0] == "MTR-COV-04"
+    assert cited(say(api_client, conversation, "how much is my deductible"))[0] == "MTR-XS-01"
+    body = say(api_client, conversation, "my car was totaled, what do I get")
+    assert cited(body)[0] == "MTR-COV-02"
+    # while a real follow-up still reads the previous turn
+    body = say(api_client, conversation, "and what about the hire car after that?")
+    assert "MTR-BEN-03" in cited(body)
