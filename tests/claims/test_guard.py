@@ -62,9 +62,7 @@ def test_claim_approval_and_covered_for_this_claim_are_removed():
 
 
 def test_an_unbacked_status_claim_is_removed():
-    checked = guard(
-        "Our team is reviewing your claim now. Fuel is not included.", pending=None
-    )
+    checked = guard("Our team is reviewing your claim now. Fuel is not included.", pending=None)
     assert "reviewing" not in checked.text
     assert "unbacked_action" in rules(checked)
 

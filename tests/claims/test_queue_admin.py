@@ -29,8 +29,13 @@ def agent_client(client, demo):
 
 
 def test_queue_agent_filters_the_queue_by_reason_line_status_and_age(agent_client, entry):
-    for query in ("", "?reason__exact=out_of_scope", "?line=motor", "?status__exact=open",
-                  "?age=1d"):
+    for query in (
+        "",
+        "?reason__exact=out_of_scope",
+        "?line=motor",
+        "?status__exact=open",
+        "?age=1d",
+    ):
         response = agent_client.get(f"/admin/claims/pendingquestion/{query}")
         assert response.status_code == 200, query
     listing = agent_client.get("/admin/claims/pendingquestion/?reason__exact=out_of_scope")
@@ -44,8 +49,11 @@ def test_take_then_answer_in_the_admin(agent_client, entry):
     assert "is now yours" in response.content.decode()
     response = agent_client.post(
         f"/admin/claims/pendingquestion/{entry.pk}/answer/",
-        {"answer": "Corporate fleet policies use the fleet wording; your account manager "
-                   "has the hire-car terms.", "proposed_content": "A card for fleet customers."},
+        {
+            "answer": "Corporate fleet policies use the fleet wording; your account manager "
+            "has the hire-car terms.",
+            "proposed_content": "A card for fleet customers.",
+        },
         follow=True,
     )
     assert response.status_code == 200
@@ -58,13 +66,16 @@ def test_take_then_answer_in_the_admin(agent_client, entry):
 
 
 def test_dismiss_needs_a_reason(agent_client, entry):
-    response = agent_client.post(f"/admin/claims/pendingquestion/{entry.pk}/dismiss/",
-                                 {"reason": ""})
+    response = agent_client.post(
+        f"/admin/claims/pendingquestion/{entry.pk}/dismiss/", {"reason": ""}
+    )
     assert response.status_code == 200
     entry.refresh_from_db()
     assert entry.status == "open"
-    agent_client.post(f"/admin/claims/pendingquestion/{entry.pk}/dismiss/",
-                      {"reason": "Duplicate of an earlier question."})
+    agent_client.post(
+        f"/admin/claims/pendingquestion/{entry.pk}/dismiss/",
+        {"reason": "Duplicate of an earlier question."},
+    )
     entry.refresh_from_db()
     assert entry.status == "dismissed"
     assert entry.dismiss_reason == "Duplicate of an earlier question."

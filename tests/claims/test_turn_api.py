@@ -220,8 +220,11 @@ def _storage_down(settings):
         "default": {
             "BACKEND": "storages.backends.s3.S3Storage",
             "OPTIONS": {
-                "bucket_name": "northwind", "endpoint_url": "http://127.0.0.1:9",
-                "access_key": "x", "secret_key": "x", "region_name": "us-east-1",
+                "bucket_name": "northwind",
+                "endpoint_url": "http://127.0.0.1:9",
+                "access_key": "x",
+                "secret_key": "x",
+                "region_name": "us-east-1",
             },
         },
     }
@@ -268,9 +271,7 @@ def test_object_storage_really_stopped(db, settings, private_s3_server):
     assert_knowledge_unavailable(say(api_client, conversation, RENTAL))
 
 
-def test_an_id_not_in_the_directory_goes_to_not_found_and_nothing_replaces_it(
-    api_client, scripted
-):
+def test_an_id_not_in_the_directory_goes_to_not_found_and_nothing_replaces_it(api_client, scripted):
     scripted.ids = ["MTR-BEN-03", "MTR-BEN-99"]
     body = say(api_client, start(api_client, "NW-MTR-204518"), RENTAL)
     assert body["clauses"] == {
@@ -317,8 +318,10 @@ def test_the_run_record_holds_the_evidence_with_personal_data_masked(api_client)
     assert "[email]" in turn.message and "[phone]" in turn.message
     assert turn.trace_id == body["trace_id"]
     assert turn.wording_document == "NW-MOTOR" and turn.wording_label == "2026.2"
-    assert ["MTR-BEN-03", "Hire car, rental car and alternative transport while your car "
-            "is repaired"] in turn.directory
+    assert [
+        "MTR-BEN-03",
+        "Hire car, rental car and alternative transport while your car is repaired",
+    ] in turn.directory
     assert turn.requested_ids == body["clauses"]["requested"]
     assert turn.cited_ids == cited(body)
     assert set(turn.timings_ms) >= {"facts", "route", "directory", "select", "resolve", "total"}

@@ -45,8 +45,17 @@ def test_the_wording_is_headed_as_synthetic(line):
 def test_mtr_ben_03_carries_the_seed_terms():
     clause = next(c for c in parsed("motor", "2026.2").clauses if c.clause_id == "MTR-BEN-03")
     assert clause.schedule_section == "alternative_transport"
-    for term in ("NZD 60 a day", "21 days", "7 days after", "fuel", "tolls", "parking",
-                 "No excess", "MTR-COV-01", "only if your schedule lists alternative transport"):
+    for term in (
+        "NZD 60 a day",
+        "21 days",
+        "7 days after",
+        "fuel",
+        "tolls",
+        "parking",
+        "No excess",
+        "MTR-COV-01",
+        "only if your schedule lists alternative transport",
+    ):
         assert term in clause.text, term
     mvp_ids = {c.clause_id for c in parsed("motor", "MVP-2026.1").clauses}
     assert "MTR-BEN-03" not in mvp_ids  # the legacy motor wording had no hire-car clause
