@@ -74,7 +74,27 @@ def object_read(key: str) -> bytes:
 
 
 def object_read_once(key: str) -> bytes:
-    """Read ``key`` without retrying: for the claim agent, which must answer fast."""
+    """Read ``key`` without retrying: for the claim agent, which must answer fast.
+
+    On S3 this is one GET. ``Storage.open`` would first send a HEAD (S3File
+    checks the object exists) and the transfer manager another before its
+    GET: three round trips per clause on the hot path of every turn.
+    """
+    from django.core.files.storage import storages
+    from storages.backends.s3 import S3Storage
+
+    backend = storages["default"]
+    if isinstance(backend, S3Storage):
+        from botocore.exceptions import ClientError
+        from storages.utils import clean_name
+
+        name = backend._normalize_name(clean_name(key))
+        try:
+            return backend.bucket.Object(name).get()["Body"].read()
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                raise FileNotFoundError(f"File does not exist: {name}") from exc
+            raise
     with default_storage.open(key, "rb") as handle:
         return handle.read()
 
