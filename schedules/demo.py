@@ -63,7 +63,8 @@ DEMO_POLICIES: list[dict[str, Any]] = [
         "insured_item": "14 Sample Street, Karori, Wellington 6012",
         "excess": Decimal("1000.00"),
         "sums_insured": {"dwelling": 650000},
-        "coverage_sections": [],
+        # Owner-occupied, with excess-free glass; not a landlord policy.
+        "coverage_sections": ["glass_sanitary_excess_free"],
         "holder_name": "Chloe Demo",
         "holder_email": "chloe.demo@example.com",
         "holder_phone": "021 555 0142",
@@ -77,8 +78,9 @@ DEMO_POLICIES: list[dict[str, Any]] = [
         "term_end": date(2027, 10, 1),
         "insured_item": "Flat 3, 27 Example Road, Mount Eden, Auckland 1024",
         "excess": Decimal("250.00"),
-        "sums_insured": {"contents": 85000},
-        "coverage_sections": [],
+        "sums_insured": {"contents": 85000, "specified item: engagement ring": 9500},
+        # An engagement ring listed as a specified item; no overseas cover.
+        "coverage_sections": ["specified_items"],
         "holder_name": "Dev Placeholder",
         "holder_email": "dev.placeholder@example.com",
         "holder_phone": "021 555 0115",

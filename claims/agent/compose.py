@@ -216,17 +216,36 @@ def _schedule_statement(inputs: ComposeInputs, clause) -> tuple[str, bool]:
     )
 
 
-def _general_parts(parts: list[Part], wants_time: bool) -> list[Part]:
-    """What a clause provides: its trigger, its limit, and when it starts."""
+_PROVISION = ("what we pay", "what we provide", "what we do", "we cover", "we pay")
+
+
+def _general_parts(parts: list[Part], asked: set[str], wants_time: bool) -> list[Part]:
+    """What a clause provides: its trigger, what it gives, and its limit.
+
+    A limit is quoted when the clause states one ("Limit: ...") or when an
+    amount speaks to what was asked; an amount about something else (the tree
+    removal cap, to a question about a flood) is left out.
+    """
     chosen = [parts[0]]
-    for part in parts[1:]:
-        if part.has_amount and not part.negative:
-            chosen.append(part)
-            break
-    for part in parts[1:]:
-        if part not in chosen and part.text.lower().startswith(("starts", "when it starts")):
-            chosen.append(part)
-            break
+
+    def opening(part: Part) -> str:
+        return (part.lead_in or part.text).lower()
+
+    provision = next((p for p in parts[1:] if opening(p).startswith(_PROVISION)), None)
+    if provision is not None:
+        chosen.append(provision)
+    limit = next(
+        (
+            p
+            for p in parts[1:]
+            if p not in chosen
+            and not p.negative
+            and (p.text.lower().startswith("limit") or (p.has_amount and asked & p.terms))
+        ),
+        None,
+    )
+    if limit is not None:
+        chosen.append(limit)
     if wants_time:
         chosen += [p for p in parts if p.has_duration and p not in chosen][:1]
     return chosen[:3]
@@ -263,7 +282,7 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
             key=lambda p: (len(specific & p.terms), p.negative),
             reverse=True,
         )
-        chosen = matching[:2] if matching else _general_parts(parts, wants_time)
+        chosen = matching[:2] if matching else _general_parts(parts, asked, wants_time)
         if matching and wants_money:
             chosen += [p for p in parts if p.has_amount and p not in chosen][:1]
         schedule_line, applies = _schedule_statement(inputs, clause)
@@ -289,13 +308,20 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
 
 
 def _schedule_fact_lines(inputs: ComposeInputs) -> list[str]:
+    """What the schedule itself says about what was asked: the excess, a sum insured."""
     schedule = inputs.facts.schedule
     if schedule is None:
         return []
+    lines = []
     text = inputs.message.lower()
     if any(word in text for word in ("excess", "deductible", "deductable")):
-        return [f"Your schedule shows a basic excess of NZD {schedule.excess:,.0f}."]
-    return []
+        lines.append(f"Your schedule shows a basic excess of NZD {schedule.excess:,.0f}.")
+    asked = terms(inputs.message)
+    for item, amount in (schedule.sums_insured or {}).items():
+        if asked & (terms(item.replace("_", " ")) - _GENERIC - {"specified", "item"}):
+            label = item.replace("_", " ")
+            lines.append(f"Your schedule shows a sum insured of NZD {amount:,.0f} for {label}.")
+    return lines
 
 
 def reply_compose(inputs: ComposeInputs, *, pending_reference: str | None) -> Draft:

@@ -78,8 +78,13 @@ _QUOTED = re.compile(r"\u201c([^\u201d]{8,})\u201d|\"([^\"]{8,})\"")
 _SPACES = re.compile(r"\s+")
 
 
+_BULLET = re.compile(r"^\s*[-*\u2022]\s+", re.MULTILINE)
+
+
 def _squash(text: str) -> str:
-    return _SPACES.sub(" ", text).strip().lower()
+    """Lower-case, bullet markers dropped, white space folded: a quotation may
+    join a list's lead-in ("What we pay:") with one of its bullets."""
+    return _SPACES.sub(" ", _BULLET.sub("", text)).strip().lower()
 
 
 def verbatim_quotes_protect(line: str, clause_texts: list[str]) -> tuple[str, list[str]]:

@@ -142,3 +142,17 @@ def test_text_violations_counts_what_the_evaluation_must_find_zero_of():
         "I have added your question to our pending-answers queue (reference PQ-3) so that "
         "a member of our staff can answer it."
     ) == {"decision": 0, "unbacked_action": 0, "time_promise": 0}
+
+
+def test_a_quotation_joining_a_lead_in_and_its_bullet_counts_as_verbatim():
+    returned = {"HOM-COV-05": "What we pay:\n- repair of the damage as set out in HOM-COV-06;"}
+    checked = draft_guard(
+        text="- \u201cWhat we pay: repair of the damage as set out in HOM-COV-06;\u201d",
+        cited_ids=("HOM-COV-05",),
+        returned=returned,
+        answers_question=True,
+        pending_reference=None,
+        fallback="x",
+    )
+    assert checked.findings == ()
+    assert "HOM-COV-06" in checked.text
