@@ -257,6 +257,11 @@ SPECTACULAR_SETTINGS = {
 # or baseline (the seed's keyword ranker, kept for comparison only).
 CLAIM_AGENT_MODEL = os.environ.get("CLAIM_AGENT_MODEL", "hybrid")
 CLAIM_AGENT_CLAUSE_STORE = "knowledge.clause_store.StorageClauseStore"
+# Only for CLAIM_AGENT_MODEL=claims.agent.llm.OpenAICompatibleModel (docs/agent-turn.md).
+CLAIM_AGENT_LLM_BASE_URL = os.environ.get("CLAIM_AGENT_LLM_BASE_URL", "")
+CLAIM_AGENT_LLM_API_KEY = os.environ.get("CLAIM_AGENT_LLM_API_KEY", "")
+CLAIM_AGENT_LLM_MODEL = os.environ.get("CLAIM_AGENT_LLM_MODEL", "gpt-4o-mini")
+CLAIM_AGENT_LLM_TIMEOUT = float(os.environ.get("CLAIM_AGENT_LLM_TIMEOUT", "10"))
 
 # --- Security (production) -----------------------------------------------
 # HTTPS=true is how a deployment behind TLS says so; check --deploy is then clean.

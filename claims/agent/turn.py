@@ -11,19 +11,27 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from django.utils import timezone
 
-from claims.agent.compose import asks_for_decision, fallback_reply, reply_compose, turn_assess
+from claims.agent.compose import (
+    asks_for_decision,
+    fallback_reply,
+    queue_sentence,
+    reply_compose,
+    turn_assess,
+)
 from claims.agent.facts import turn_facts_load
-from claims.agent.guard import draft_guard
+from claims.agent.guard import CLAUSE_ID_RE, draft_guard
 from claims.agent.selection_schema import selection_validate
 from claims.agent.types import (
     ClauseModel,
+    ClauseModelError,
     ComposeInputs,
     GuidanceStatus,
+    Selection,
     SelectionContext,
     TurnOutcome,
     TurnRequest,
@@ -71,8 +79,13 @@ def turn_run(
             directory = clause_directory(version_id=wording.version_id)
         with timer.step("select"):
             context = SelectionContext(facts.line, wording.version_id, facts.history)
-            raw = model.select(message=request.message, directory=directory, context=context)
-            selection = selection_validate(raw, directory)
+            try:
+                raw = model.select(message=request.message, directory=directory, context=context)
+                selection = selection_validate(raw, directory)
+            except ClauseModelError as exc:
+                selection = Selection(
+                    raw=(), requested=(), not_in_directory=(), rejected=f"the model failed: {exc}"
+                )
         if selection.requested:
             with timer.step("resolve"):
                 fetch = store.fetch(version_id=wording.version_id, clause_ids=selection.requested)
@@ -118,16 +131,13 @@ def turn_run(
 
     with timer.step("compose"):
         draft = reply_compose(inputs, pending_reference=reference)
-        written = model.compose(inputs=inputs)
+        written = model.compose(inputs=inputs) if status is GuidanceStatus.ANSWERED else None
         if written is not None:
-            draft = draft.__class__(
-                text=written,
-                cited_ids=draft.cited_ids,
-                status=draft.status,
-                pending_reason=draft.pending_reason,
-                limitations=draft.limitations,
-                writer=model.name,
-            )
+            # A model's draft cites what it names; the guard keeps only what was returned.
+            named = tuple(dict.fromkeys(CLAUSE_ID_RE.findall(written)))
+            if reference:
+                written = f"{written}\n{queue_sentence(reference)}"
+            draft = replace(draft, text=written, cited_ids=named, writer=model.name)
     with timer.step("guard"):
         checked = draft_guard(
             text=draft.text,

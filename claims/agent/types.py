@@ -20,6 +20,10 @@ if TYPE_CHECKING:
 MAX_CLAUSES = 3
 
 
+class ClauseModelError(Exception):
+    """The model could not answer (server down, malformed reply): the turn says so."""
+
+
 class GuidanceStatus(StrEnum):
     ANSWERED = "answered"
     NO_CLAUSE_SELECTED = "no_clause_selected"
