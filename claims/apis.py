@@ -56,6 +56,15 @@ class PolicyNumberField(serializers.CharField):
         return value
 
 
+class TextField(serializers.CharField):
+    """A CharField that takes only JSON strings (DRF would turn 1e999 into "inf")."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            raise serializers.ValidationError("Send the message as a JSON string.")
+        return super().to_internal_value(data)
+
+
 class ConversationOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     policy_number = serializers.CharField()
@@ -106,9 +115,12 @@ def _confirm_line(conversation: Conversation) -> None:
     """Confirm the line from the schedule when a known policy number is given."""
     if not conversation.policy_number:
         return
-    from schedules.lookup import schedule_lookup
+    from schedules.lookup import ScheduleSourceError, schedule_lookup
 
-    lookup = schedule_lookup(conversation.policy_number)
+    try:
+        lookup = schedule_lookup(conversation.policy_number)
+    except ScheduleSourceError:
+        return  # the first message's turn looks again and says the system is down
     if lookup.kind == "found":
         conversation.line = lookup.evidence.line
         conversation.save(update_fields=["line"])
@@ -180,7 +192,7 @@ def turn_payload(turn: Turn, titles: dict[str, str]) -> dict:
 
 class ConversationMessageCreateApi(APIView):
     class InputSerializer(serializers.Serializer):
-        message = serializers.CharField(max_length=MESSAGE_MAX_LENGTH, trim_whitespace=True)
+        message = TextField(max_length=MESSAGE_MAX_LENGTH, trim_whitespace=True)
         policy_number = PolicyNumberField()
 
         class Meta:
@@ -222,7 +234,7 @@ class ConversationDetailApi(APIView):
                 {
                     "turn_id": turn.pk,
                     "trace_id": turn.trace_id,
-                    "created_at": turn.created_at.isoformat(),
+                    "created_at": serializers.DateTimeField().to_representation(turn.created_at),
                     "message": turn.message,
                     "reply": turn.reply,
                     "guidance_status": turn.guidance_status,

@@ -1,9 +1,27 @@
-"""One error shape for the REST API."""
+"""One error shape for the REST API: JSON, with a status a client can act on."""
 
 from django.core.exceptions import RequestDataTooBig
+from django.http import JsonResponse
+from django.views import defaults
 from rest_framework import status
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+
+
+class StrictJSONParser(JSONParser):
+    """DRF's JSON parser, with deeply nested input refused as a parse error.
+
+    ``json.loads`` raises RecursionError on a body of a thousand nested
+    brackets; left alone that is a 500 for something any client can send.
+    """
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise ParseError("JSON parse error - the body is nested too deeply.") from None
 
 
 def exception_handler(exc, context):
@@ -14,3 +32,16 @@ def exception_handler(exc, context):
             status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
         )
     return drf_exception_handler(exc, context)
+
+
+def page_not_found(request, exception):
+    """JSON for the API (an id that is not a number), Django's page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return defaults.page_not_found(request, exception)
+
+
+def bad_request(request, exception):
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Bad request."}, status=400)
+    return defaults.bad_request(request, exception)

@@ -233,6 +233,9 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # JSON only: the contract's bodies are JSON, and form or multipart parsers
+    # would accept file parts that DATA_UPLOAD_MAX_MEMORY_SIZE does not bound.
+    "DEFAULT_PARSER_CLASSES": ["northwind.api_errors.StrictJSONParser"],
     "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {
         "user": os.environ.get("API_THROTTLE_RATE", "120/minute"),

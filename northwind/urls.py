@@ -27,3 +27,6 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]
+
+handler404 = "northwind.api_errors.page_not_found"
+handler400 = "northwind.api_errors.bad_request"

@@ -80,6 +80,10 @@ def _stem(word: str) -> str:
     return word
 
 
+# Words every clause of a line uses: naming them picks no particular part.
+_COMMON = frozenset(_stem(w) for w in "car home house contents damage loss belongings".split())
+
+
 def terms(text: str) -> set[str]:
     """Content words of ``text``, stemmed, with customer synonyms added."""
     out: set[str] = set()
@@ -155,12 +159,20 @@ _DECISION_ASK = re.compile(
     r"\b(will|would|are|can) (you|northwind|u|ya|they) (guys )?(definitely |actually )?"
     r"(pay|cover|approve|accept|refund|reimburse|settle|going to pay)\b"
     r"|\bconfirm (that )?(you|northwind|u)\b"
+    r"|\b(confirm|assure|tell) me\b[^.?!]*"
+    r"\b(pay|paid|cover|covered|approve|approved|accept|accepted)\b"
+    r"|\bconfirm\b[^.?!]*\b(claim|payment)\b"
     r"|\b(approve|accept|pay out) (my|the|this) claim\b"
     r"|\b(is|has) my claim (been )?(approved|accepted|covered|going to be paid)\b"
     r"|\bwill my claim be (paid|approved|accepted)\b"
     r"|\bguarantee\b|\bpromise\b",
     re.IGNORECASE,
 )
+
+
+def has_content(message: str) -> bool:
+    """Whether a message says anything beyond greetings and filler ("hi", "ok thanks")."""
+    return bool(terms(message))
 
 
 def asks_for_decision(message: str) -> bool:
@@ -170,7 +182,30 @@ def asks_for_decision(message: str) -> bool:
 
 # --- the reply -----------------------------------------------------------------
 
-LINE_NAMES = {"motor": "car", "home": "home", "contents": "contents"}
+# What the customer reads when no wording version can be chosen; the router's
+# own reason (windows, channels) stays in the run record.
+NOT_ROUTABLE_DEFAULT = (
+    "I can't tell which version of the policy wording applies to your policy's current term, "
+    "so I can't quote any clause."
+)
+NOT_ROUTABLE_REPLIES = {
+    "channel_not_served": (
+        "Your policy was arranged through a channel whose wording I can't check here, so I "
+        "can't quote any clause."
+    ),
+    "channel_missing": (
+        "Your policy's schedule does not say how it was arranged, so I can't tell which "
+        "wording applies and can't quote any clause."
+    ),
+    "term_start_missing": (
+        "Your policy's schedule has no start date, so I can't tell which wording applies and "
+        "can't quote any clause."
+    ),
+    "term_start_after_question_date": (
+        "Your policy's current term has not started yet, so I can't tell which wording applies "
+        "and can't quote any clause."
+    ),
+}
 
 
 def queue_sentence(reference: str) -> str:
@@ -219,7 +254,9 @@ def _schedule_statement(inputs: ComposeInputs, clause) -> tuple[str, bool]:
 _PROVISION = ("what we pay", "what we provide", "what we do", "we cover", "we pay")
 
 
-def _general_parts(parts: list[Part], asked: set[str], wants_time: bool) -> list[Part]:
+def _general_parts(
+    parts: list[Part], asked: set[str], wants_time: bool, title_asked: frozenset[str] = frozenset()
+) -> list[Part]:
     """What a clause provides: its trigger, what it gives, and its limit.
 
     A limit is quoted when the clause states one ("Limit: ...") or when an
@@ -248,7 +285,16 @@ def _general_parts(parts: list[Part], asked: set[str], wants_time: bool) -> list
         chosen.append(limit)
     if wants_time:
         chosen += [p for p in parts if p.has_duration and p not in chosen][:1]
-    return chosen[:3]
+    chosen = chosen[:3]
+    # A word of the title the customer used ("flood", of a clause on accidental
+    # damage, theft, fire, flood and storm) is answered by the part naming it.
+    quoted = set().union(*(p.terms for p in chosen))
+    for term in sorted(title_asked - quoted):
+        naming = next((p for p in parts if term in p.terms and p not in chosen), None)
+        if naming is not None:
+            chosen = [*chosen[:2], naming] if len(chosen) == 3 else [*chosen, naming]
+            quoted |= naming.terms
+    return chosen
 
 
 def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
@@ -282,7 +328,8 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
             key=lambda p: (len(specific & p.terms), p.negative),
             reverse=True,
         )
-        chosen = matching[:2] if matching else _general_parts(parts, asked, wants_time)
+        title_asked = frozenset(asked & terms(clause.title) - _GENERIC - _COMMON)
+        chosen = matching[:2] if matching else _general_parts(parts, asked, wants_time, title_asked)
         if matching and wants_money:
             chosen += [p for p in parts if p.has_amount and p not in chosen][:1]
         schedule_line, applies = _schedule_statement(inputs, clause)
@@ -333,7 +380,18 @@ def reply_compose(inputs: ComposeInputs, *, pending_reference: str | None) -> Dr
     cited: list[str] = []
     schedule = facts.schedule
 
-    if status is GuidanceStatus.SCHEDULE_NOT_FOUND:
+    if not inputs.has_content and status is GuidanceStatus.NO_CLAUSE_SELECTED:
+        lines.append(
+            "I'm here to help with questions about your policy and what its wording covers. "
+            "What would you like to know?"
+        )
+    elif facts.schedule_kind == "unavailable":
+        lines.append(
+            "I can't look up your policy schedule right now because the policy system is "
+            "unavailable, so I can't check what your policy includes. I have not guessed."
+        )
+        limitations.append("The policy system is unavailable; no schedule could be read.")
+    elif status is GuidanceStatus.SCHEDULE_NOT_FOUND:
         lines.append(
             f"I can't find a policy schedule for {facts.policy_number}. Please check the policy "
             "number on your schedule or renewal notice (it looks like NW-MTR-123456) and send it "
@@ -354,11 +412,8 @@ def reply_compose(inputs: ComposeInputs, *, pending_reference: str | None) -> Dr
         )
         limitations.append(f"No approved wording version for the {facts.line} line.")
     elif status is GuidanceStatus.WORDING_NOT_ROUTABLE:
-        lines.append(
-            "I can't tell which version of the policy wording applies to your policy, so I "
-            f"can't quote any clause. {wording.reason}"
-        )
-        limitations.append(f"Wording not routable: {wording.reason}")
+        lines.append(NOT_ROUTABLE_REPLIES.get(wording.reason_code, NOT_ROUTABLE_DEFAULT))
+        limitations.append(f"No wording version can be chosen ({wording.reason_code}).")
     elif status is GuidanceStatus.KNOWLEDGE_UNAVAILABLE:
         lines.append(
             "I can't read the policy wording right now because the wording store is "
@@ -402,6 +457,8 @@ def reply_compose(inputs: ComposeInputs, *, pending_reference: str | None) -> Dr
 def turn_assess(inputs: ComposeInputs) -> tuple[GuidanceStatus, PendingReason | None]:
     """The turn's guidance status and, if staff must take over, why."""
     facts, wording = inputs.facts, inputs.wording
+    if facts.schedule_kind == "unavailable":
+        return GuidanceStatus.SCHEDULE_NOT_FOUND, PendingReason.KNOWLEDGE_UNAVAILABLE
     if facts.schedule_kind in ("no_evidence", "invalid_number"):
         return GuidanceStatus.SCHEDULE_NOT_FOUND, None
     if wording.kind == "line_unconfirmed":
@@ -414,6 +471,8 @@ def turn_assess(inputs: ComposeInputs) -> tuple[GuidanceStatus, PendingReason | 
     if fetch is not None and fetch.status == "unavailable":
         return GuidanceStatus.KNOWLEDGE_UNAVAILABLE, PendingReason.KNOWLEDGE_UNAVAILABLE
     if fetch is None or not fetch.returned:
+        if not inputs.has_content:
+            return GuidanceStatus.NO_CLAUSE_SELECTED, None  # "hi", "ok thanks": no question
         reason = PendingReason.NEEDS_DECISION if inputs.asks_for_decision else None
         return GuidanceStatus.NO_CLAUSE_SELECTED, reason or PendingReason.NO_CLAUSE
     if inputs.asks_for_decision:

@@ -6,7 +6,7 @@ from datetime import date
 
 from claims.agent.types import Facts, PriorTurn, TurnRequest
 from claims.models import Turn
-from schedules.lookup import schedule_lookup
+from schedules.lookup import ScheduleSourceError, schedule_lookup
 
 HISTORY_TURNS = 3
 
@@ -19,6 +19,8 @@ def turn_facts_load(request: TurnRequest, *, question_date: date) -> Facts:
     """
     given = request.policy_number or request.conversation_policy_number or ""
     policy_number = given.strip().upper()
+    # A follow-up reads only turns about the same policy: "and the petrol?"
+    # after switching from a motor policy to a home one borrows nothing.
     history = tuple(
         PriorTurn(
             message=row["message"],
@@ -26,7 +28,9 @@ def turn_facts_load(request: TurnRequest, *, question_date: date) -> Facts:
             returned_ids=tuple(row["returned_ids"]),
         )
         for row in reversed(
-            Turn.objects.filter(conversation_id=request.conversation_id)
+            Turn.objects.filter(
+                conversation_id=request.conversation_id, policy_number=policy_number
+            )
             .order_by("-created_at", "-pk")
             .values("message", "cited_ids", "returned_ids")[:HISTORY_TURNS]
         )
@@ -35,7 +39,11 @@ def turn_facts_load(request: TurnRequest, *, question_date: date) -> Facts:
         return Facts(
             None, "not_given", None, "No policy number given yet.", None, question_date, history
         )
-    lookup = schedule_lookup(policy_number)
+    try:
+        lookup = schedule_lookup(policy_number)
+    except ScheduleSourceError as exc:
+        # An outage of the policy system is not "no such policy": say so, guess nothing.
+        return Facts(policy_number, "unavailable", None, str(exc), None, question_date, history)
     evidence = lookup.evidence if lookup.kind == "found" else None
     return Facts(
         policy_number=policy_number,

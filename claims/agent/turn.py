@@ -19,6 +19,7 @@ from django.utils import timezone
 from claims.agent.compose import (
     asks_for_decision,
     fallback_reply,
+    has_content,
     queue_sentence,
     reply_compose,
     turn_assess,
@@ -72,7 +73,13 @@ def turn_run(
         wording = turn_wording_choose(facts)
 
     directory = selection = fetch = None
-    if wording.kind == "routed":
+    content = has_content(request.message) or bool(CLAUSE_ID_RE.search(request.message))
+    if wording.kind == "routed" and not content:
+        # "hi", "ok thanks": nothing to look up, nothing for the queue.
+        from knowledge.selectors import clause_directory
+
+        directory = clause_directory(version_id=wording.version_id)
+    elif wording.kind == "routed":
         from knowledge.selectors import clause_directory
 
         with timer.step("directory"):
@@ -102,6 +109,7 @@ def turn_run(
         fetch=fetch,
         pending_reason=None,
         asks_for_decision=asks_for_decision(request.message),
+        has_content=content,
     )
     status, pending_reason = turn_assess(inputs)
     returned = fetch.returned if fetch is not None else ()

@@ -69,7 +69,7 @@ class Facts:
     """What the turn knows before it looks at any wording."""
 
     policy_number: str | None
-    schedule_kind: Literal["found", "no_evidence", "invalid_number", "not_given"]
+    schedule_kind: Literal["found", "no_evidence", "invalid_number", "not_given", "unavailable"]
     schedule: ScheduleEvidence | None
     schedule_reason: str
     line: str | None  # confirmed only by a found schedule
@@ -156,6 +156,7 @@ class ComposeInputs:
     fetch: ClauseFetch | None
     pending_reason: PendingReason | None
     asks_for_decision: bool
+    has_content: bool = True
 
 
 @dataclass(frozen=True)

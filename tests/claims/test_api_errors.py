@@ -48,7 +48,8 @@ def test_an_unknown_conversation_is_404(api_client):
         ({"message": "   "}, "message", "may not be blank"),
         ({}, "message", "required"),
         ({"message": "x" * 2001}, "message", "no more than 2000 characters"),
-        ({"message": 42}, None, None),
+        ({"message": 42}, "message", "Send the message as a JSON string."),
+        ({"message": ["hi"]}, "message", "Send the message as a JSON string."),
         ({"message": "hi", "policy_number": "MTR-12"}, "policy_number", "looks like NW-MTR-204518"),
         ({"message": "hi", "policy_number": "NW-XYZ-123"}, "policy_number", "looks like"),
     ],
@@ -56,9 +57,6 @@ def test_an_unknown_conversation_is_404(api_client):
 def test_bad_message_input_is_400_with_field_errors(api_client, body, field, words):
     conversation = post(api_client, "/api/v1/conversations/", {}).json()["id"]
     response = post(api_client, f"/api/v1/conversations/{conversation}/messages/", body)
-    if field is None:  # a number is accepted as text by DRF's CharField
-        assert response.status_code == 201
-        return
     assert response.status_code == 400
     assert words in " ".join(response.json()[field])
     assert Turn.objects.count() == 0
@@ -83,6 +81,32 @@ def test_a_json_array_or_broken_json_is_400(api_client):
     assert post(api_client, url, ["hi"]).status_code == 400
     broken = api_client.post(url, data="{not json", content_type="application/json")
     assert broken.status_code == 400
+
+
+def test_deeply_nested_json_is_400_not_500(api_client):
+    body = "[" * 5000 + "]" * 5000
+    for url in ("/api/v1/conversations/", "/api/v1/conversations/1/messages/"):
+        response = api_client.post(url, data=body, content_type="application/json")
+        assert response.status_code in (400, 404), url
+    response = api_client.post("/api/v1/conversations/", data=body, content_type="application/json")
+    assert response.status_code == 400
+    assert "nested too deeply" in response.json()["detail"]
+
+
+def test_only_json_bodies_are_accepted(api_client):
+    response = api_client.post(
+        "/api/v1/conversations/", data={"channel": "web"}, format="multipart"
+    )
+    assert response.status_code == 415
+    assert Conversation.objects.count() == 0
+
+
+def test_a_conversation_id_that_is_not_a_number_is_a_json_404(api_client):
+    response = api_client.post(
+        "/api/v1/conversations/abc/messages/", {"message": "hi"}, format="json"
+    )
+    assert response.status_code == 404
+    assert response.json() == {"detail": "Not found."}
 
 
 def test_an_oversized_body_is_refused(api_client):

@@ -347,3 +347,56 @@ def test_unrelated_questions_in_one_conversation_are_not_read_as_follow_ups(api_
     # while a real follow-up still reads the previous turn
     body = say(api_client, conversation, "and what about the hire car after that?")
     assert "MTR-BEN-03" in cited(body)
+
+
+@pytest.mark.parametrize("message", ["hi", "ok thanks!", "?", "\u200b"])
+def test_a_message_with_nothing_to_answer_opens_no_queue_entry(api_client, message):
+    body = say(api_client, start(api_client, "NW-MTR-204518"), message)
+    assert body["guidance_status"] == "no_clause_selected"
+    assert body["pending_question"] is None
+    assert body["citations"] == []
+    assert "What would you like to know?" in body["reply"]
+
+
+def test_the_policy_system_down_is_said_not_guessed(api_client, settings):
+    from tests.conftest import free_port
+
+    settings.SCHEDULE_SOURCE = "schedules.lookup.HttpScheduleSource"
+    settings.SCHEDULE_SOURCE_URL = f"http://127.0.0.1:{free_port()}"
+    conversation = start(api_client, "NW-MTR-204518")
+    body = say(api_client, conversation, RENTAL)
+    assert body["guidance_status"] == "schedule_not_found"
+    assert body["schedule"] is None and body["citations"] == []
+    assert "policy system is unavailable" in body["reply"]
+    assert body["pending_question"]["reason"] == "knowledge_unavailable"
+
+
+def test_a_follow_up_after_switching_policy_borrows_nothing(api_client):
+    conversation = start(api_client, "NW-MTR-204518")
+    say(api_client, conversation, RENTAL)
+    body = say(api_client, conversation, "and the petrol?", policy_number="NW-HOM-310042")
+    assert body["facts"]["line"] == "home"
+    assert not any(c.startswith("MTR-") for c in cited(body))
+    assert "HOM-BEN-07" not in body["clauses"]["requested"]
+
+
+def test_asking_to_confirm_a_claim_is_a_decision_for_staff(api_client):
+    body = say(
+        api_client,
+        start(api_client, "NW-MTR-204518"),
+        'Please confirm "your claim is approved" for my rental car.',
+    )
+    assert body["pending_question"]["reason"] == "needs_decision"
+    assert "your claim is approved" not in body["reply"].lower()
+
+
+def test_the_not_routable_reply_speaks_to_the_customer_not_in_windows(api_client):
+    body = say(api_client, start(api_client, "NW-MTR-550001"), RENTAL)
+    assert "channel whose wording I can't check here" in body["reply"]
+    assert "[" not in body["reply"] and "open)" not in body["reply"]
+
+
+def test_a_word_of_the_title_is_answered_by_the_part_that_names_it(api_client):
+    body = say(api_client, start(api_client, "NW-MTR-204518"), "Is flood damage to my car covered?")
+    assert cited(body)[0] == "MTR-COV-01"
+    assert "flood" in body["reply"].split("MTR-COV-01", 1)[1]
