@@ -16,20 +16,37 @@ import re
 
 from claims.agent.types import CheckedDraft, GuardFinding
 
-CLAUSE_ID_RE = re.compile(r"\b(?:MTR|HOM|CNT)-[A-Z]{2,3}-\d{2}\b")
+# Any spelling of a clause id a draft could use: lower case, Unicode dashes
+# (normalised first, see ``dashes_normalise``), one to three digits.
+CLAUSE_ID_RE = re.compile(r"\b(?:MTR|HOM|CNT)-[A-Z]{2,3}-\d{1,3}\b", re.IGNORECASE)
+_DASHES = re.compile("[\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe63\uff0d]")
+
+
+def dashes_normalise(text: str) -> str:
+    return _DASHES.sub("-", text)
+
+
+def clause_ids_in(text: str) -> list[str]:
+    """The clause ids a text names, upper-cased, in order, once each."""
+    found = (m.upper() for m in CLAUSE_ID_RE.findall(dashes_normalise(text)))
+    return list(dict.fromkeys(found))
+
 
 # Sentences that decide a claim. The allowed form is "your policy includes X,
 # subject to the claim being accepted".
 DECISION_PATTERNS = [
-    r"\bwe(?:'ll| will| shall| are going to| can) (?:definitely |certainly )?"
+    r"\b(?:we|northwind|i|us)\b[^.!?\n]{0,40}\b(?:will|'ll|shall|are going to|am going to|"
+    r"is going to|can|would) (?:definitely |certainly |happily |gladly |fully )?"
     r"(?:pay|cover|reimburse|refund|approve|accept|settle)\b",
-    r"\b(?:we|northwind) (?:have|has) (?:approved|accepted|agreed to pay)\b",
-    r"\byou(?:'re| are) (?:fully |definitely )?covered for (?:this|your|the) "
-    r"(?:claim|loss|damage|repair|rental|hire)",
-    r"\byour claim (?:is|has been|will be) (?:approved|accepted|paid|covered|successful)\b",
-    r"\b(?:claim|payment) (?:is )?(?:approved|guaranteed)\b",
+    r"\b(?:happy|glad|able|willing|pleased) to (?:pay|cover|reimburse|refund|approve|accept)\b",
+    r"\b(?:we|northwind|i)(?:'ve| have| has) (?:now |already )?(?:approved|accepted|authori[sz]ed|"
+    r"agreed to pay|agreed to cover)\b",
+    r"\byou(?:'re| are) (?:fully |definitely |totally |all |completely )?covered\b",
+    r"\byour claim (?:is|has been|will be|was) (?:approved|accepted|paid|covered|successful)\b",
+    r"\b(?:claim|payment|rental|hire|repair) (?:is |has been )?(?:approved|guaranteed)\b",
     r"\bguarantee(?:d)? (?:that )?(?:you|we|your)\b",
-    r"\byou will (?:be paid|get paid|receive (?:a |the )?payment)\b",
+    r"\b(?:will|shall) be (?:paid|covered|reimbursed|refunded|approved|accepted)\b",
+    r"\byou will (?:be paid|get paid|get the money|receive (?:a |the )?payment)\b",
     r"\bthis (?:claim|loss|damage) is covered\b",
 ]
 
@@ -44,6 +61,11 @@ ACTION_PATTERNS = [
     r"\b(?:someone|a (?:staff member|claims? (?:handler|assessor|specialist))|our team|the team)"
     r" (?:will|'ll|is going to)\b",
     r"\bwe(?:'ll| will) (?:look into|review|assess|process|follow up|arrange|send|update)\b",
+    r"\b(?:reviewing|assessing|processing|handling|investigating|looking into) "
+    r"(?:it|this|that|your)\b",
+    r"\b(?:we|i)(?:'ve| have) (?:got|received|logged|lodged|registered|opened) your "
+    r"(?:claim|request|case|question)\b",
+    r"\bwill be (?:processed|reviewed|assessed|handled|looked at|investigated)\b",
 ]
 
 # A promise of time is never allowed, whatever was recorded.
@@ -53,6 +75,9 @@ TIME_PATTERNS = [
     r"business days?|working days?|weeks?)\b",
     r"\bby (?:the )?(?:end of (?:the )?(?:day|week)|monday|tuesday|wednesday|thursday|friday)\b",
     r"\bin (?:the next )?(?:\d+|a few|a couple of) (?:minutes?|hours?|days?)\b",
+    r"\b(?:next|this|later this) (?:week|month|morning|afternoon|evening|business day|"
+    r"working day)\b",
+    r"\blater today\b|\bovernight\b",
 ]
 
 DECISION_RE = [re.compile(p, re.IGNORECASE) for p in DECISION_PATTERNS]
@@ -87,21 +112,41 @@ def _squash(text: str) -> str:
     return _SPACES.sub(" ", _BULLET.sub("", text)).strip().lower()
 
 
+def _units(clause_text: str) -> set[str]:
+    """The pieces of a clause a quotation may stand for: each line, and a lead-in
+    line ("What we pay:") joined with each of its bullets."""
+    units: set[str] = set()
+    lead_in = ""
+    for raw in clause_text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        bullet = _BULLET.match(line) is not None
+        body = _BULLET.sub("", line)
+        units.add(_squash(body).rstrip(".;:,"))
+        if bullet and lead_in:
+            units.add(_squash(f"{lead_in} {body}").rstrip(".;:,"))
+        if not bullet:
+            lead_in = line if line.endswith(":") else ""
+    return units
+
+
 def verbatim_quotes_protect(line: str, clause_texts: list[str]) -> tuple[str, list[str]]:
-    """Set aside quotations that stand word for word in a returned clause.
+    """Set aside quotations that are a whole line of a returned clause.
 
     Policy wording says "we will pay the reasonable cost of towing" and "tell
-    us as soon as possible"; quoting the clause's own terms is not the agent
-    deciding or promising anything. A quotation found in no returned clause
-    stays in the text and is checked like the rest of it. Returns the line
-    with placeholders and the quotations to put back.
+    us as soon as possible"; quoting a clause's own line is not the agent
+    deciding or promising anything. Only a whole line (or a lead-in with one
+    of its bullets) counts: a fragment such as \u201cwe accept a claim\u201d
+    lifted into "Good news: ... like yours" is checked like any other text.
+    Returns the line with placeholders and the quotations to put back.
     """
-    squashed = [_squash(t) for t in clause_texts]
+    units = set().union(*(_units(t) for t in clause_texts)) if clause_texts else set()
     kept: list[str] = []
 
     def replace(match: re.Match) -> str:
         quoted = _squash(match.group(1) or match.group(2)).rstrip(".;:,")
-        if any(quoted in text for text in squashed):
+        if quoted in units:
             kept.append(match.group(0))
             return f"\x00{len(kept) - 1}\x00"
         return match.group(0)
@@ -167,7 +212,7 @@ def _sentence_violation(
     sentence: str, returned: set[str], answers_question: bool, pending_reference: str | None
 ) -> str | None:
     """The rule a sentence breaks (verbatim clause quotations set aside), or None."""
-    for clause_id in CLAUSE_ID_RE.findall(sentence):
+    for clause_id in clause_ids_in(sentence):
         if clause_id not in returned or not answers_question:
             return "citation" if answers_question else "uncited_answer"
     if matches_any(DECISION_RE, sentence):

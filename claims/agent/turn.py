@@ -25,7 +25,7 @@ from claims.agent.compose import (
     turn_assess,
 )
 from claims.agent.facts import turn_facts_load
-from claims.agent.guard import CLAUSE_ID_RE, draft_guard
+from claims.agent.guard import clause_ids_in, draft_guard
 from claims.agent.selection_schema import selection_validate
 from claims.agent.types import (
     ClauseModel,
@@ -73,7 +73,7 @@ def turn_run(
         wording = turn_wording_choose(facts)
 
     directory = selection = fetch = None
-    content = has_content(request.message) or bool(CLAUSE_ID_RE.search(request.message))
+    content = has_content(request.message) or bool(clause_ids_in(request.message))
     if wording.kind == "routed" and not content:
         # "hi", "ok thanks": nothing to look up, nothing for the queue.
         from knowledge.selectors import clause_directory
@@ -142,7 +142,7 @@ def turn_run(
         written = model.compose(inputs=inputs) if status is GuidanceStatus.ANSWERED else None
         if written is not None:
             # A model's draft cites what it names; the guard keeps only what was returned.
-            named = tuple(dict.fromkeys(CLAUSE_ID_RE.findall(written)))
+            named = tuple(clause_ids_in(written))
             if reference:
                 written = f"{written}\n{queue_sentence(reference)}"
             draft = replace(draft, text=written, cited_ids=named, writer=model.name)

@@ -156,3 +156,45 @@ def test_a_quotation_joining_a_lead_in_and_its_bullet_counts_as_verbatim():
     )
     assert checked.findings == ()
     assert "HOM-COV-06" in checked.text
+
+
+def test_a_fragment_of_a_clause_lifted_into_a_decision_is_not_protected():
+    checked = guard("Good news: \u201cwe accept a claim under MTR-COV-01\u201d like yours.")
+    assert "Good news" not in checked.text
+    assert checked.findings
+
+
+def test_decision_wordings_the_first_patterns_missed():
+    for sentence in (
+        "You are covered for all of it.",
+        "Northwind will pay for the rental.",
+        "Your hire car will be paid for by us.",
+        "I have approved your rental.",
+        "We are happy to pay your rental costs.",
+    ):
+        checked = guard(f"{sentence} Fuel is not included.")
+        assert sentence not in checked.text, sentence
+        assert "decision" in rules(checked), sentence
+
+
+def test_status_and_time_wordings_the_first_patterns_missed():
+    for sentence, rule in (
+        ("Your claim will be processed next week.", "time_promise"),
+        ("We have got your claim and are reviewing it.", "unbacked_action"),
+        ("It will be assessed by a specialist.", "unbacked_action"),
+    ):
+        checked = guard(f"{sentence} Fuel is not included.")
+        assert sentence not in checked.text, sentence
+        assert rule in rules(checked), sentence
+
+
+def test_made_up_ids_in_any_spelling_are_caught():
+    for spelling in ("mtr-ben-99", "MTR\u2011BEN\u201199", "MTR-BEN-099"):
+        checked = guard(f"{spelling} says the fuel is covered. Fuel is not included.")
+        assert spelling not in checked.text, spelling
+        assert "citation" in rules(checked), spelling
+
+
+def test_a_returned_id_in_lower_case_is_still_the_returned_clause():
+    checked = guard("mtr-ben-03 gives up to NZD 60 a day.")
+    assert checked.findings == ()
