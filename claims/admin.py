@@ -11,7 +11,6 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
-from simple_history.admin import SimpleHistoryAdmin
 
 from claims.models import Conversation, PendingQuestion, Turn
 from claims.services import (
@@ -20,6 +19,7 @@ from claims.services import (
     pending_question_dismiss,
     pending_question_take,
 )
+from northwind.admin_history import ReadOnlyHistoryAdmin
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -107,7 +107,7 @@ class DismissForm(forms.Form):
 
 
 @admin.register(PendingQuestion)
-class PendingQuestionAdmin(SimpleHistoryAdmin):
+class PendingQuestionAdmin(ReadOnlyHistoryAdmin):
     list_display = [
         "reference_link",
         "created_at",

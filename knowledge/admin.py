@@ -13,7 +13,6 @@ from django.contrib.admin.helpers import ActionForm
 from django.core.exceptions import PermissionDenied
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
-from simple_history.admin import SimpleHistoryAdmin
 
 from knowledge.clause_store import StorageClauseStore
 from knowledge.models import (
@@ -37,6 +36,7 @@ from knowledge.services.releases import (
     release_withdraw,
 )
 from knowledge.tasks import wording_version_ingest_task
+from northwind.admin_history import ReadOnlyHistoryAdmin
 
 
 class ReasonActionForm(ActionForm):
@@ -55,7 +55,7 @@ def _reason(request) -> str:
 
 
 @admin.register(WordingDocument)
-class WordingDocumentAdmin(SimpleHistoryAdmin):
+class WordingDocumentAdmin(ReadOnlyHistoryAdmin):
     list_display = ["document_id", "line", "title"]
     readonly_fields = ["document_id", "line", "title", "created_at"]
 
@@ -122,7 +122,7 @@ class ClauseInline(admin.TabularInline):
 
 
 @admin.register(WordingVersion)
-class WordingVersionAdmin(SimpleHistoryAdmin):
+class WordingVersionAdmin(ReadOnlyHistoryAdmin):
     list_display = [
         "__str__",
         "status",
@@ -287,7 +287,7 @@ class WordingVersionAdmin(SimpleHistoryAdmin):
 
 
 @admin.register(Clause)
-class ClauseAdmin(SimpleHistoryAdmin):
+class ClauseAdmin(ReadOnlyHistoryAdmin):
     list_display = ["clause_id", "title", "kind", "visibility", "schedule_section", "version"]
     list_filter = ["version", "kind", "visibility"]
     search_fields = ["clause_id", "title"]
@@ -331,7 +331,7 @@ class ClauseAdmin(SimpleHistoryAdmin):
 
 
 @admin.register(Release)
-class ReleaseAdmin(SimpleHistoryAdmin):
+class ReleaseAdmin(ReadOnlyHistoryAdmin):
     list_display = [
         "pk",
         "line",

@@ -255,6 +255,9 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
 }
 
+# History pages show changes; they never revert (northwind/admin_history.py).
+SIMPLE_HISTORY_REVERT_DISABLED = True
+
 # --- Claim agent -----------------------------------------------------------
 # The offline clause selector the agent uses: hybrid (default), bm25, embedding
 # or baseline (the seed's keyword ranker, kept for comparison only).

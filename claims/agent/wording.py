@@ -13,7 +13,7 @@ def turn_wording_choose(facts: Facts) -> WordingChoice:
     if facts.schedule is None or not facts.line:
         return WordingChoice(kind="line_unconfirmed", reason="The product line is not confirmed.")
     from knowledge.selectors import approved_release_windows
-    from schedules.routing import wording_route
+    from schedules.routing import WordingRouteError, wording_route
 
     releases = approved_release_windows(line=facts.line)
     if not releases:
@@ -22,13 +22,18 @@ def turn_wording_choose(facts: Facts) -> WordingChoice:
             reason_code="no_approved_version",
             reason=f"No version of the {facts.line} wording is approved for use.",
         )
-    route = wording_route(
-        line=facts.line,
-        term_start=facts.schedule.term_start,
-        sales_channel=facts.schedule.sales_channel,
-        question_date=facts.question_date,
-        releases=releases,
-    )
+    try:
+        route = wording_route(
+            line=facts.line,
+            term_start=facts.schedule.term_start,
+            sales_channel=facts.schedule.sales_channel,
+            question_date=facts.question_date,
+            releases=releases,
+        )
+    except WordingRouteError as exc:
+        # Two approved windows that overlap (which approval prevents) or a
+        # schedule with a malformed date: never a silent pick, never a 500.
+        return WordingChoice(kind="not_routable", reason_code="route_error", reason=str(exc))
     if route.kind != "routed":
         return WordingChoice(
             kind="not_routable", reason_code=route.reason_code, reason=route.reason

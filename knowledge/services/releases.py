@@ -4,7 +4,10 @@ Knowledge editors (``knowledge.request_release``) request; approvers
 (``knowledge.approve_release``) decide and withdraw. Whoever requested a
 release never decides it. Approved releases of one line never have
 overlapping effective windows: ``release_approve`` checks that under row
-locks, after re-reading the release.
+locks, after re-reading the release. The one overlap it resolves itself is
+a successor: a later version of the same document that starts inside the
+approved open-ended window of an earlier one closes that window where it
+starts, so policies already in force keep their wording.
 """
 
 from __future__ import annotations
@@ -30,6 +33,15 @@ def _require(user: AbstractBaseUser, perm: str, doing: str) -> None:
 def windows_overlap(a_from: date, a_to: date | None, b_from: date, b_to: date | None) -> bool:
     """Whether [a_from, a_to) and [b_from, b_to) share a day; None is open-ended."""
     return (b_to is None or a_from < b_to) and (a_to is None or b_from < a_to)
+
+
+def _supersedes(successor: WordingVersion, predecessor: WordingVersion) -> bool:
+    """A later version of the same document starting inside an open-ended window."""
+    return (
+        predecessor.effective_to is None
+        and predecessor.document_id == successor.document_id
+        and predecessor.effective_from < successor.effective_from
+    )
 
 
 def _window(version: WordingVersion) -> str:
@@ -107,18 +119,35 @@ def release_approve(*, release_id: int, acting_user: AbstractBaseUser, reason: s
         .select_related("version__document")
         .order_by("pk")
     )
+    superseded = []
     for other in approved:
-        if windows_overlap(
+        if not windows_overlap(
             version.effective_from,
             version.effective_to,
             other.version.effective_from,
             other.version.effective_to,
         ):
-            raise ReleaseError(
-                f"{version} {_window(version)} overlaps the approved release of "
-                f"{other.version} {_window(other.version)}; withdraw that one first or "
-                "change the window."
-            )
+            continue
+        if _supersedes(version, other.version):
+            superseded.append(other.version)
+            continue
+        raise ReleaseError(
+            f"{version} {_window(version)} overlaps the approved release of "
+            f"{other.version} {_window(other.version)}; withdraw that one first or "
+            "change the window."
+        )
+    # A successor closes its predecessor's open-ended window where it starts:
+    # policies whose term began before keep routing to the predecessor.
+    for predecessor in superseded:
+        predecessor.effective_to = version.effective_from
+        predecessor._change_reason = (
+            f"Window closed at {version.effective_from.isoformat()}: superseded by "
+            f"{version} (release approved by {acting_user})"
+        )
+        predecessor.save(update_fields=["effective_to"])
+        reason = (reason + " " if reason else "") + (
+            f"Closes the open window of {predecessor} at {version.effective_from.isoformat()}."
+        )
 
     release.status = Release.Status.APPROVED
     release.decided_by = acting_user

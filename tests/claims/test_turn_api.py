@@ -400,3 +400,17 @@ def test_a_word_of_the_title_is_answered_by_the_part_that_names_it(api_client):
     body = say(api_client, start(api_client, "NW-MTR-204518"), "Is flood damage to my car covered?")
     assert cited(body)[0] == "MTR-COV-01"
     assert "flood" in body["reply"].split("MTR-COV-01", 1)[1]
+
+
+def test_overlapping_approved_windows_are_not_routable_not_a_500(api_client):
+    from knowledge.models import Release, WordingVersion
+
+    # given two approved motor windows that overlap (approval refuses this;
+    # the state is forced here to prove the turn does not pick one)
+    mvp = WordingVersion.objects.get(document__document_id="NW-MOTOR", label="MVP-2026.1")
+    WordingVersion.objects.filter(pk=mvp.pk).update(effective_to=None)
+    Release.objects.filter(version=mvp).update(status="approved")
+    body = say(api_client, start(api_client, "NW-MTR-204518"), RENTAL)
+    assert body["guidance_status"] == "wording_not_routable"
+    assert body["citations"] == []
+    assert body["pending_question"]["reason"] == "out_of_scope"

@@ -97,6 +97,36 @@ def test_an_overlapping_approval_is_refused(users):
 
 
 @pytest.mark.django_db
+def test_a_successor_closes_its_predecessors_open_window_where_it_starts(users):
+    current = ingested_version(SMALL, label="2026.2", effective_from=date(2026, 7, 1))
+    approved(current, users)
+    successor = ingested_version(SMALL, label="2026.3", effective_from=date(2027, 1, 1))
+    # when
+    release = approved(successor, users)
+    # then both are approved and policies keep the wording their term started in
+    assert release.status == Release.Status.APPROVED
+    current.refresh_from_db()
+    assert current.effective_to == date(2027, 1, 1)
+    assert release_approved_for_date(line="motor", on=date(2026, 8, 15)).window.label == "2026.2"
+    assert release_approved_for_date(line="motor", on=date(2027, 2, 1)).window.label == "2026.3"
+    assert "Closes the open window of NW-MOTOR 2026.2 at 2027-01-01." in release.decision_reason
+    reason = current.history.first().history_change_reason
+    assert reason.startswith("Window closed at 2027-01-01: superseded by NW-MOTOR 2026.3")
+
+
+@pytest.mark.django_db
+def test_a_version_starting_with_or_before_the_open_one_is_no_successor(users):
+    approved(ingested_version(SMALL, label="2026.2", effective_from=date(2026, 7, 1)), users)
+    for label, start in (("2026.2b", date(2026, 7, 1)), ("2026.1b", date(2026, 1, 1))):
+        other = ingested_version(SMALL, label=label, effective_from=start)
+        release = release_request(version_id=other.pk, acting_user=users["editor"])
+        with pytest.raises(
+            ReleaseError, match=r"overlaps the approved release of NW-MOTOR 2026\.2"
+        ):
+            release_approve(release_id=release.pk, acting_user=users["approver"])
+
+
+@pytest.mark.django_db
 def test_a_withdrawn_version_is_never_returned_by_the_selector(users):
     version = ingested_version(SMALL, label="MVP-2026.1", effective_from=date(2025, 7, 1))
     release = approved(version, users)
@@ -169,8 +199,9 @@ def test_every_transition_is_in_the_history_with_who_and_why(users):
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_two_overlapping_approvals_in_two_threads_exactly_one_wins(users):
+    # the same start: neither is a successor of the other, so they conflict
     first = ingested_version(SMALL, label="2026.2", effective_from=date(2026, 7, 1))
-    second = ingested_version(SMALL, label="2026.2b", effective_from=date(2026, 9, 1))
+    second = ingested_version(SMALL, label="2026.2b", effective_from=date(2026, 7, 1))
     requests = [
         release_request(version_id=v.pk, acting_user=users["editor"]) for v in (first, second)
     ]
