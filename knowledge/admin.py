@@ -11,6 +11,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ActionForm
 from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
@@ -221,19 +222,30 @@ class WordingVersionAdmin(ReadOnlyHistoryAdmin):
         obj.__dict__.update(created.__dict__)
 
     def response_add(self, request, obj, post_url_continue=None):
-        obj.refresh_from_db()
-        if obj.status == WordingVersion.Status.FAILED:
+        # Ingestion runs when the upload's transaction commits, after this
+        # response is built (on a worker, later still): say it was queued and
+        # open the version's page, which shows its status and errors.
+        self.message_user(
+            request,
+            f"{obj} uploaded; ingestion is queued. This page shows its status and any errors.",
+        )
+        return HttpResponseRedirect(reverse("admin:knowledge_wordingversion_change", args=[obj.pk]))
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        version = self.get_object(request, object_id)
+        if version is not None and version.status == WordingVersion.Status.FAILED:
             self.message_user(
                 request,
-                f"{obj} failed ingestion with {len(obj.validation_errors)} error(s); "
-                "nothing was published. See the errors below.",
+                f"{version} failed ingestion with {len(version.validation_errors)} error(s); "
+                "nothing was published. Fix the source and upload it again under the same label.",
                 messages.ERROR,
             )
-        elif obj.status == WordingVersion.Status.INGESTED:
-            self.message_user(request, f"{obj} ingested: {obj.clauses.count()} clauses.")
-        else:
-            self.message_user(request, f"{obj} uploaded; ingestion has started.")
-        return super().response_add(request, obj, post_url_continue)
+        elif version is not None and version.status in (
+            WordingVersion.Status.UPLOADED,
+            WordingVersion.Status.INGESTING,
+        ):
+            self.message_user(request, f"{version} is {version.status}; reload to see progress.")
+        return super().change_view(request, object_id, form_url, extra_context)
 
     @admin.display(description="Channels")
     def channel_list(self, obj) -> str:

@@ -45,7 +45,11 @@ def test_an_editor_uploads_a_version_and_ingestion_starts(
     # then ingestion was queued on commit (and ran: Celery is eager here)
     assert response.status_code == 200
     assert len(callbacks) == 1
-    assert "NW-MOTOR 2026.2 uploaded; ingestion has started." in texts(response)
+    assert (
+        "NW-MOTOR 2026.2 uploaded; ingestion is queued. This page shows its status and any errors."
+        in texts(response)
+    )
+    assert response.redirect_chain[-1][0].endswith("/change/")  # the version's own page
     version = WordingVersion.objects.get(label="2026.2")
     assert version.status == "ingested"
     assert version.created_by == users["editor"]
@@ -67,6 +71,10 @@ def test_a_malformed_upload_shows_its_errors(client, users, django_capture_on_co
     page = client.get(reverse("admin:knowledge_wordingversion_change", args=[version.pk]))
     assert (
         "line 10: title &#x27;Alternative transport&#x27; is a bare label" in page.content.decode()
+    )
+    assert (
+        "NW-MOTOR 2026.2 failed ingestion with 1 error(s); nothing was published. Fix the source "
+        "and upload it again under the same label." in texts(page)
     )
 
 
