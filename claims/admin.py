@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 from django import forms
 from django.contrib import admin, messages
-from django.http import HttpResponseRedirect
+from django.contrib.admin import RelatedOnlyFieldListFilter
+from django.db.models import Case, When
+from django.http import HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
@@ -118,10 +121,12 @@ class PendingQuestionAdmin(ReadOnlyHistoryAdmin):
         "assignee",
         "short_question",
     ]
-    list_filter = ["status", "reason", "line", AgeFilter, "assignee"]
+    list_filter = ["status", "reason", "line", AgeFilter, ("assignee", RelatedOnlyFieldListFilter)]
     search_fields = ["question", "policy_number"]
-    ordering = ["status", "created_at"]
+    # Open entries first, oldest first: the queue is worked from the top.
+    ordering = [Case(When(status="open", then=0), default=1), "created_at"]
     actions = ["take_selected"]
+    change_form_template = "admin/claims/pendingquestion/change_form.html"
     readonly_fields = [
         "question",
         "conversation",
@@ -149,6 +154,13 @@ class PendingQuestionAdmin(ReadOnlyHistoryAdmin):
     def has_delete_permission(self, request, obj=None):
         return False
 
+    def get_search_results(self, request, queryset, search_term):
+        """Find an entry by the reference the customer was given ("PQ-12")."""
+        match = re.fullmatch(r"\s*PQ-?(\d+)\s*", search_term, flags=re.IGNORECASE)
+        if match:
+            return queryset.filter(pk=int(match.group(1))), False
+        return super().get_search_results(request, queryset, search_term)
+
     @admin.display(description="reference", ordering="pk")
     def reference_link(self, entry: PendingQuestion) -> str:
         url = reverse("admin:claims_pendingquestion_change", args=[entry.pk])
@@ -170,13 +182,7 @@ class PendingQuestionAdmin(ReadOnlyHistoryAdmin):
     def work_links(self, entry: PendingQuestion) -> str:
         if entry.status != PendingQuestion.Status.OPEN:
             return "Closed."
-        return format_html(
-            '<a class="button" href="{}">Take</a> <a class="button" href="{}">Answer</a> '
-            '<a class="button" href="{}">Dismiss</a>',
-            reverse("admin:claims_pendingquestion_take", args=[entry.pk]),
-            reverse("admin:claims_pendingquestion_answer", args=[entry.pk]),
-            reverse("admin:claims_pendingquestion_dismiss", args=[entry.pk]),
-        )
+        return "Use Take, Answer or Dismiss at the top right of this page."
 
     def get_urls(self):
         return [
@@ -202,20 +208,26 @@ class PendingQuestionAdmin(ReadOnlyHistoryAdmin):
         return HttpResponseRedirect(reverse("admin:claims_pendingquestion_change", args=[pk]))
 
     def take_view(self, request, pk: int):
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
         try:
             entry = pending_question_take(entry_id=pk, acting_user=request.user)
-            self.message_user(request, f"{entry.reference} is now yours.", messages.SUCCESS)
-        except (PendingQuestionError, PendingQuestion.DoesNotExist) as exc:
+            self.message_user(request, f"{entry.reference} is yours.", messages.SUCCESS)
+        except PendingQuestionError as exc:
             self.message_user(request, str(exc), messages.ERROR)
         return self._back(pk)
 
     @admin.action(description="Take the selected entries")
     def take_selected(self, request, queryset):
+        taken = []
         for entry in queryset.order_by("pk"):
             try:
-                pending_question_take(entry_id=entry.pk, acting_user=request.user)
+                taken.append(pending_question_take(entry_id=entry.pk, acting_user=request.user))
             except PendingQuestionError as exc:
                 self.message_user(request, str(exc), messages.ERROR)
+        if taken:
+            names = ", ".join(e.reference for e in taken)
+            self.message_user(request, f"Yours now: {names}.", messages.SUCCESS)
 
     def _form_view(self, request, pk: int, form_class, title: str, act):
         entry = self.get_object(request, str(pk))

@@ -42,7 +42,9 @@ def pending_question_open(
 
 
 def _locked_open(entry_id: int) -> PendingQuestion:
-    entry = PendingQuestion.objects.select_for_update().get(pk=entry_id)
+    entry = PendingQuestion.objects.select_for_update().filter(pk=entry_id).first()
+    if entry is None:
+        raise PendingQuestionError(f"There is no pending question PQ-{entry_id}.")
     if entry.status != PendingQuestion.Status.OPEN:
         raise PendingQuestionError(
             f"{entry.reference} is {entry.status}; only open entries change."
@@ -62,6 +64,8 @@ def pending_question_take(*, entry_id: int, acting_user) -> PendingQuestion:
     entry = _locked_open(entry_id)
     if entry.assignee_id and entry.assignee_id != acting_user.pk:
         raise PendingQuestionError(f"{entry.reference} is already taken by {entry.assignee}.")
+    if entry.assignee_id == acting_user.pk:
+        return entry  # already yours: nothing changes, no history row
     entry.assignee = acting_user
     entry.taken_at = timezone.now()
     entry._change_reason = f"Taken by {acting_user}"
@@ -107,12 +111,15 @@ def pending_question_dismiss(*, entry_id: int, acting_user, reason: str) -> Pend
     if not reason.strip():
         raise PendingQuestionError("Say why the entry is dismissed.")
     entry = _locked_open(entry_id)
+    if entry.assignee_id and entry.assignee_id != acting_user.pk:
+        raise PendingQuestionError(f"{entry.reference} is taken by {entry.assignee}.")
+    entry.assignee = acting_user
     entry.status = PendingQuestion.Status.DISMISSED
     entry.dismiss_reason = reason.strip()
     entry.closed_at = timezone.now()
     entry.closed_by = acting_user
     entry._change_reason = f"Dismissed by {acting_user}: {reason.strip()}"
-    entry.save(update_fields=["status", "dismiss_reason", "closed_at", "closed_by"])
+    entry.save(update_fields=["assignee", "status", "dismiss_reason", "closed_at", "closed_by"])
     return entry
 
 

@@ -45,8 +45,10 @@ def test_queue_agent_filters_the_queue_by_reason_line_status_and_age(agent_clien
 
 
 def test_take_then_answer_in_the_admin(agent_client, entry):
-    response = agent_client.get(f"/admin/claims/pendingquestion/{entry.pk}/take/", follow=True)
-    assert "is now yours" in response.content.decode()
+    page = agent_client.get(f"/admin/claims/pendingquestion/{entry.pk}/change/")
+    assert f'action="/admin/claims/pendingquestion/{entry.pk}/take/"' in page.content.decode()
+    response = agent_client.post(f"/admin/claims/pendingquestion/{entry.pk}/take/", follow=True)
+    assert f"{entry.reference} is yours." in response.content.decode()
     response = agent_client.post(
         f"/admin/claims/pendingquestion/{entry.pk}/answer/",
         {
@@ -123,3 +125,44 @@ def test_the_admin_index_links_the_latest_evaluation_report(agent_client, settin
     assert 'href="/admin/reports/evaluation/latest/"' in index.content.decode()
     response = agent_client.get("/admin/reports/evaluation/latest/")
     assert response.status_code in (200, 404)  # 404 until `evaluate` has run once
+
+
+def test_taking_is_a_post_and_taking_twice_changes_nothing(agent_client, entry):
+    url = f"/admin/claims/pendingquestion/{entry.pk}/take/"
+    assert agent_client.get(url).status_code == 405
+    agent_client.post(url)
+    agent_client.post(url)
+    entry.refresh_from_db()
+    assert entry.assignee.username == "demo-agent"
+    assert entry.history.count() == 2  # opened, taken once
+
+
+def test_nobody_dismisses_an_entry_someone_else_has_taken(entry):
+    from claims.services import pending_question_dismiss
+
+    User = get_user_model()
+    agent = User.objects.get(username="demo-agent")
+    other = User.objects.create(username="agent-two", is_staff=True)
+    other.groups.set(agent.groups.all())
+    pending_question_take(entry_id=entry.pk, acting_user=agent)
+    with pytest.raises(PendingQuestionError, match="is taken by demo-agent"):
+        pending_question_dismiss(
+            entry_id=entry.pk, acting_user=User.objects.get(pk=other.pk), reason="dup"
+        )
+
+
+def test_the_queue_lists_open_entries_first_and_finds_a_reference(agent_client, entry, api_client):
+    agent = get_user_model().objects.get(username="demo-agent")
+    pending_question_answer(entry_id=entry.pk, acting_user=agent, answer="Done.")
+    conversation = api_client.post(
+        "/api/v1/conversations/", {"policy_number": "NW-MTR-550001"}, format="json"
+    ).json()["id"]
+    newer = api_client.post(
+        f"/api/v1/conversations/{conversation}/messages/",
+        {"message": "Is my windscreen covered?"},
+        format="json",
+    ).json()["pending_question"]["id"]
+    listing = agent_client.get("/admin/claims/pendingquestion/").content.decode()
+    assert listing.index(f"PQ-{newer}<") < listing.index(f"{entry.reference}<")
+    found = agent_client.get(f"/admin/claims/pendingquestion/?q=pq-{newer}").content.decode()
+    assert f"PQ-{newer}<" in found and f"{entry.reference}<" not in found
