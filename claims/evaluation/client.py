@@ -17,6 +17,28 @@ from dataclasses import dataclass
 from django.contrib.auth import get_user_model
 
 DEMO_CLIENT = "demo-client"
+# Measurement traffic has an API client of its own, so that its conversations,
+# run records and queue entries never mix with customers' and can be removed.
+MEASUREMENT_CLIENT = "measurement-client"
+
+
+def measurement_client_ensure() -> str:
+    """The measurement API client's username, creating the user if needed."""
+    user, created = get_user_model().objects.get_or_create(
+        username=MEASUREMENT_CLIENT, defaults={"is_staff": False}
+    )
+    if created:
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+    return user.username
+
+
+def measurement_records_delete() -> int:
+    """Remove what measurement left: its conversations, turns and queue entries."""
+    from claims.models import Conversation
+
+    deleted, _ = Conversation.objects.filter(client__username=MEASUREMENT_CLIENT).delete()
+    return deleted
 
 
 @dataclass(frozen=True)

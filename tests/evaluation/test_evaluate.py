@@ -29,6 +29,7 @@ def test_evaluate_writes_json_and_html_from_run_records(demo, reports):
         "4",
         "--scenario-runs",
         "1",
+        "--keep-records",
         stdout=out,
     )
     [json_path] = reports.glob("evaluation-*.json")
@@ -85,3 +86,13 @@ def test_unknown_selector_is_refused(demo, reports):
 
     with pytest.raises(CommandError, match="Unknown selector"):
         call_command("evaluate", "--selector", "nope", stdout=StringIO())
+
+
+def test_evaluate_leaves_nothing_in_the_staff_queue(demo, reports):
+    from claims.models import Conversation, PendingQuestion
+
+    before = PendingQuestion.objects.count()
+    call_command("evaluate", "--line", "motor", "--limit", "3", "--no-scenarios", stdout=StringIO())
+    assert PendingQuestion.objects.count() == before
+    assert not Conversation.objects.filter(client__username="measurement-client").exists()
+    assert list(reports.glob("evaluation-*.json"))

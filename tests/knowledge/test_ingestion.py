@@ -503,3 +503,16 @@ def test_an_ingested_version_is_never_replaced_by_another_source(source_file):
     changed = source_file(VALID.replace("sudden", "sudden and unforeseen", 1))
     with pytest.raises(CommandError, match="already exists with a different source"):
         ingest_command(changed, "2026.2")
+
+
+@pytest.mark.django_db
+def test_rerunning_with_another_window_is_refused_not_ignored(source_file):
+    path = source_file(VALID)
+    ingest_command(path, "2026.2", "NW-MOTOR", "--effective-from", "2026-07-01")
+    with pytest.raises(CommandError, match="already ingested with another window or channels"):
+        ingest_command(path, "2026.2", "NW-MOTOR", "--effective-from", "2030-01-01")
+    with pytest.raises(CommandError, match=r"--channels \['corporate'\]"):
+        ingest_command(path, "2026.2", "NW-MOTOR", "--channels", "corporate")
+    # the same arguments again are fine, and change nothing
+    ingest_command(path, "2026.2", "NW-MOTOR", "--effective-from", "2026-07-01")
+    assert WordingVersion.objects.get(label="2026.2").effective_from == date(2026, 7, 1)

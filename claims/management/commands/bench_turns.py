@@ -18,7 +18,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from claims.evaluation.bench import synthetic_clauses_add, turns_bench
-from claims.evaluation.client import EndpointClient
+from claims.evaluation.client import EndpointClient, measurement_client_ensure
 from claims.management.commands.evaluate import demo_ensure
 
 P95_TARGET_MS = 30
@@ -40,7 +40,7 @@ class Command(BaseCommand):
 
         if demo_ensure(self.stdout):
             self.stdout.write("Loaded the demo data (it was missing).")
-        client = EndpointClient()
+        client = EndpointClient(username=measurement_client_ensure())
         env = (
             f"database {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}, "
             f"storage {getattr(settings, 'STORAGE_BACKEND', 'local')}, "

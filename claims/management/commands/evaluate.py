@@ -8,8 +8,9 @@ four end-to-end scenarios of seed 000 run five times each. The report goes to
 
 The run uses the configured database and storage (the embedded default, or
 PostgreSQL + S3 when the environment says so) and loads the demo data first
-if it is missing (``load_demo`` is idempotent). Its conversations are tagged
-with the channel ``evaluation``.
+if it is missing (``load_demo`` is idempotent). It speaks as its own API client
+(``measurement-client``) and removes its conversations, run records and queue
+entries once the report is written, unless ``--keep-records``.
 """
 
 from __future__ import annotations
@@ -25,7 +26,12 @@ from django.core.management.base import BaseCommand, CommandError
 
 from claims.agent.selection import SELECTION_MODELS
 from claims.evaluation import harness
-from claims.evaluation.client import DEMO_CLIENT, EndpointClient
+from claims.evaluation.client import (
+    DEMO_CLIENT,
+    EndpointClient,
+    measurement_client_ensure,
+    measurement_records_delete,
+)
 from claims.evaluation.inventory import LINES, inventories_load
 from claims.evaluation.report import report_write
 
@@ -107,6 +113,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--strict", action="store_true", help="Exit non-zero if a target is missed."
         )
+        parser.add_argument(
+            "--keep-records",
+            action="store_true",
+            help="Keep the run's conversations, turns and queue entries (by default they are "
+            "removed once the report is written, so the staff queue holds customers only).",
+        )
 
     def handle(self, *args, **options):
         values = options["selector"]
@@ -119,7 +131,14 @@ class Command(BaseCommand):
         if demo_ensure(self.stdout):
             self.stdout.write("Loaded the demo data (it was missing).")
 
-        client = EndpointClient(base_url=base_url)
+        client = EndpointClient(base_url=base_url, username=measurement_client_ensure())
+        try:
+            self._run(client, selectors, base_url, options)
+        finally:
+            if not options["keep_records"]:
+                measurement_records_delete()
+
+    def _run(self, client, selectors, base_url, options):
         inventories = inventories_load(lines=tuple(options["line"] or LINES))
         runs = []
         for name in selectors:

@@ -38,10 +38,12 @@ class Command(BaseCommand):
         parser.add_argument("path", help="the Markdown source file")
         parser.add_argument("--document", required=True, help="e.g. NW-MOTOR")
         parser.add_argument("--version", required=True, dest="version", help="e.g. 2026.2")
-        parser.add_argument("--effective-from", help="YYYY-MM-DD (default: today)")
+        parser.add_argument(
+            "--effective-from", help="YYYY-MM-DD, first day covered (default: today)"
+        )
         parser.add_argument("--effective-to", help="YYYY-MM-DD, first day not covered")
         parser.add_argument(
-            "--channels", default="direct,broker", help="comma-separated (default direct,broker)"
+            "--channels", default=None, help="comma-separated (default direct,broker)"
         )
 
     def handle(self, *args, **options) -> None:
@@ -56,7 +58,9 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         effective_from = _date(options["effective_from"], "--effective-from")
         effective_to = _date(options["effective_to"], "--effective-to")
-        channels = [c.strip() for c in options["channels"].split(",") if c.strip()]
+        options["channels_given"] = options["channels"] is not None
+        raw_channels = options["channels"] if options["channels_given"] else "direct,broker"
+        channels = [c.strip() for c in raw_channels.split(",") if c.strip()]
         source = path.read_bytes()
 
         version = (
@@ -71,6 +75,25 @@ class Command(BaseCommand):
                 raise CommandError(
                     f"{document_id} {label} already exists with a different source; "
                     "a changed wording is a new version with a new label."
+                )
+            asked = {
+                "--effective-from": (effective_from, version.effective_from),
+                "--effective-to": (effective_to, version.effective_to),
+                "--channels": (
+                    sorted(channels) if options["channels_given"] else None,
+                    sorted(version.channels),
+                ),
+            }
+            differ = [
+                f"{flag} {given} (stored: {stored})"
+                for flag, (given, stored) in asked.items()
+                if given is not None and given != stored
+            ]
+            if differ:
+                raise CommandError(
+                    f"{document_id} {label} is already ingested with another window or "
+                    f"channels: {'; '.join(differ)}. A version's window is set when it is "
+                    "uploaded; a different window is a new version with a new label."
                 )
             self.stdout.write(f"{document_id} {label} exists with this source; reusing it.")
         else:
