@@ -11,8 +11,8 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ActionForm
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponseRedirect
-from django.urls import reverse
+from django.http import HttpResponse, HttpResponseRedirect
+from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from knowledge.clause_store import StorageClauseStore
@@ -32,10 +32,12 @@ from knowledge.services.ingestion import (
 from knowledge.services.releases import (
     ReleaseError,
     release_approve,
+    release_cancel,
     release_reject,
     release_request,
     release_withdraw,
 )
+from knowledge.storage import object_read_once
 from knowledge.tasks import wording_version_ingest_task
 from northwind.admin_history import ReadOnlyHistoryAdmin
 
@@ -45,9 +47,7 @@ class ReasonActionForm(ActionForm):
         required=False,
         max_length=500,
         label="Reason",
-        widget=forms.TextInput(
-            attrs={"size": 40, "placeholder": "why (needed to reject/withdraw)"}
-        ),
+        widget=forms.TextInput(attrs={"size": 40, "placeholder": "why (recorded in the history)"}),
     )
 
 
@@ -81,6 +81,19 @@ class WordingVersionUploadForm(forms.ModelForm):
     class Meta:
         model = WordingVersion
         fields = ["label", "effective_from", "effective_to"]
+
+    # A whole wording is tens of kilobytes (30 clauses of at most 1,500
+    # characters); anything far larger is the wrong file.
+    MAX_SOURCE_BYTES = 512 * 1024
+
+    def clean_source_file(self):
+        upload = self.cleaned_data["source_file"]
+        if upload.size > self.MAX_SOURCE_BYTES:
+            raise forms.ValidationError(
+                f"The source is {upload.size // 1024} KB; a wording source is at most "
+                f"{self.MAX_SOURCE_BYTES // 1024} KB (Markdown text, not a PDF or a Word file)."
+            )
+        return upload
 
     def clean(self):
         data = super().clean()
@@ -147,7 +160,7 @@ class WordingVersionAdmin(ReadOnlyHistoryAdmin):
         "effective_from",
         "effective_to",
         "channel_list",
-        "source",
+        "source_link",
         "source_sha256",
         "manifest_key",
         "embedding_model",
@@ -246,6 +259,38 @@ class WordingVersionAdmin(ReadOnlyHistoryAdmin):
         ):
             self.message_user(request, f"{version} is {version.status}; reload to see progress.")
         return super().change_view(request, object_id, form_url, extra_context)
+
+    @admin.display(description="Source")
+    def source_link(self, obj) -> str:
+        if not obj.source:
+            return "—"
+        url = reverse("admin:knowledge_wordingversion_source", args=[obj.pk])
+        return format_html('<a href="{}">{}</a>', url, obj.source.name)
+
+    def get_urls(self):
+        return [
+            path(
+                "<int:pk>/source/",
+                self.admin_site.admin_view(self.source_view),
+                name="knowledge_wordingversion_source",
+            ),
+            *super().get_urls(),
+        ]
+
+    def source_view(self, request, pk: int):
+        """The uploaded Markdown, read from object storage, for staff who may view it."""
+        version = self.get_object(request, str(pk))
+        if version is None or not self.has_view_permission(request, version):
+            raise PermissionDenied
+        try:
+            data = object_read_once(version.source.name)
+        except Exception as exc:  # storage down: say so, never a 500
+            return HttpResponse(
+                f"The source cannot be read right now ({type(exc).__name__}).",
+                status=503,
+                content_type="text/plain; charset=utf-8",
+            )
+        return HttpResponse(data, content_type="text/plain; charset=utf-8")
 
     @admin.display(description="Channels")
     def channel_list(self, obj) -> str:
@@ -357,7 +402,7 @@ class ReleaseAdmin(ReadOnlyHistoryAdmin):
     ]
     list_filter = ["line", "status"]
     action_form = ReasonActionForm
-    actions = ["approve", "reject", "withdraw"]
+    actions = ["approve", "reject", "withdraw", "cancel_request"]
     readonly_fields = [
         "line",
         "version",
@@ -426,3 +471,13 @@ class ReleaseAdmin(ReadOnlyHistoryAdmin):
     )
     def withdraw(self, request, queryset):
         self._run(request, queryset, release_withdraw, "withdrawn", reason=_reason(request))
+
+    @admin.action(
+        description="Cancel my request for the selected releases (give a reason)",
+        permissions=["request"],
+    )
+    def cancel_request(self, request, queryset):
+        self._run(request, queryset, release_cancel, "request cancelled", reason=_reason(request))
+
+    def has_request_permission(self, request) -> bool:
+        return request.user.has_perm("knowledge.request_release")

@@ -155,7 +155,10 @@ def wording_version_create(
         version.created_by = acting_user
         version.source.name = "" if stored_error else key
         verb = "Replaced the failed source with" if replaced else "Uploaded"
-        version._change_reason = f"{verb} {filename}" + (" (not stored)" if stored_error else "")
+        by = " by an operator on the command line" if acting_user is None else ""
+        version._change_reason = f"{verb} {filename}{by}" + (
+            " (not stored)" if stored_error else ""
+        )
         try:
             version.full_clean(exclude=["source"])
         except ValidationError as exc:

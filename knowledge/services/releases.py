@@ -199,3 +199,27 @@ def release_withdraw(*, release_id: int, acting_user: AbstractBaseUser, reason: 
     release._change_reason = f"Withdrawn: {reason}"
     release.save(update_fields=["status", "withdrawn_by", "withdrawn_at", "withdraw_reason"])
     return release
+
+
+@transaction.atomic
+def release_cancel(*, release_id: int, acting_user: AbstractBaseUser, reason: str) -> Release:
+    """Take back your own request before anyone decides it: it is a draft again.
+
+    Nobody decided it, so it is neither rejected nor withdrawn; the history
+    keeps the request and its cancellation with the reason.
+    """
+    if not reason.strip():
+        raise ReleaseError("Say why the request is cancelled.")
+    release = _locked_release(release_id)
+    if release.status != Release.Status.PENDING_APPROVAL:
+        raise ReleaseError(
+            f"Only a request pending approval can be cancelled; this one is "
+            f"{release.get_status_display().lower()}."
+        )
+    if release.requested_by_id != acting_user.pk:
+        raise ReleaseError("Only the person who requested a release can cancel the request.")
+    release.status = Release.Status.DRAFT
+    release.request_reason = f"{release.request_reason} (cancelled: {reason})".strip()
+    release._change_reason = f"Request cancelled: {reason}"
+    release.save(update_fields=["status", "request_reason"])
+    return release

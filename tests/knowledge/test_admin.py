@@ -173,3 +173,23 @@ def test_history_pages_open(client, users):
     ]:
         response = client.get(reverse(f"admin:knowledge_{name}_history", args=[pk]))
         assert response.status_code == 200, name
+
+
+@pytest.mark.django_db
+def test_the_version_page_links_its_source_read_from_storage(client, users):
+    version = ingested_version()
+    client.force_login(users["editor"])
+    page = client.get(reverse("admin:knowledge_wordingversion_change", args=[version.pk]))
+    source_url = reverse("admin:knowledge_wordingversion_source", args=[version.pk])
+    assert source_url in page.content.decode()
+    response = client.get(source_url)
+    assert response.status_code == 200
+    assert response.content.decode() == VALID
+
+
+@pytest.mark.django_db
+def test_an_oversized_upload_is_refused_before_it_is_stored(client, users):
+    client.force_login(users["editor"])
+    response = upload(client, VALID + "x" * (600 * 1024))
+    assert "a wording source is at most 512 KB" in response.content.decode()
+    assert WordingVersion.objects.count() == 0

@@ -228,3 +228,23 @@ def test_two_overlapping_approvals_in_two_threads_exactly_one_wins(users):
     refusal = next(o for o in outcomes.values() if o.startswith("refused"))
     assert "overlaps the approved release of NW-MOTOR 2026.2" in refusal
     assert Release.objects.filter(status="approved").count() == 1
+
+
+@pytest.mark.django_db
+def test_a_requester_can_cancel_their_own_pending_request_only(users):
+    """Cancelled, a request is a draft again; nobody decided it."""
+    from knowledge.services.releases import release_cancel
+
+    version = ingested_version(SMALL)
+    release = release_request(version_id=version.pk, acting_user=users["editor"])
+    with pytest.raises(ReleaseError, match="Only the person who requested"):
+        release_cancel(release_id=release.pk, acting_user=users["editor2"], reason="not mine")
+    with pytest.raises(ReleaseError, match="Say why"):
+        release_cancel(release_id=release.pk, acting_user=users["editor"], reason=" ")
+    release = release_cancel(release_id=release.pk, acting_user=users["editor"], reason="typo")
+    assert release.status == Release.Status.DRAFT
+    assert release.history.first().history_change_reason == "Request cancelled: typo"
+    # and the version can be requested again
+    assert release_request(version_id=version.pk, acting_user=users["editor"]).status == (
+        Release.Status.PENDING_APPROVAL
+    )
