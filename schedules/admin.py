@@ -12,9 +12,9 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
-from simple_history.admin import SimpleHistoryAdmin
 from simple_history.template_utils import HistoricalRecordContextHelper
 
+from northwind.admin_history import ReadOnlyHistoryAdmin
 from schedules.lookup import name_mask
 from schedules.models import PolicySchedule
 from schedules.services import SCHEDULE_FIELDS, schedule_create, schedule_update
@@ -121,7 +121,7 @@ class MaskingContextHelper(HistoricalRecordContextHelper):
 
 
 @admin.register(PolicySchedule)
-class PolicyScheduleAdmin(SimpleHistoryAdmin):
+class PolicyScheduleAdmin(ReadOnlyHistoryAdmin):
     form = PolicyScheduleForm
     search_fields = ("policy_number",)
     search_help_text = "Search by policy number, e.g. NW-MTR-204518."
