@@ -198,6 +198,20 @@ class OnnxMiniLMEmbedder:
 
 MEMO_SIZE = 4096
 
+# A passage is one paragraph or bullet of a clause, prefixed by its title.
+PASSAGE_MIN_CHARS = 20
+
+
+def passage_texts(title: str, body: str) -> list[str]:
+    """The passages of a clause: each paragraph or bullet, prefixed by the title.
+
+    A whole clause runs past the model's 256 tokens, and its tail holds the
+    exclusions; one vector per passage lets "does it cover petrol" meet the
+    bullet that says fuel is not included. Embedded once, at ingestion.
+    """
+    parts = [p.strip().lstrip("-*").strip() for p in body.splitlines()]
+    return [f"{title}: {p}" for p in parts if len(p) >= PASSAGE_MIN_CHARS]
+
 
 @functools.cache
 def default_embedder() -> Embedder:

@@ -143,8 +143,10 @@ class Clause(models.Model):
     text = models.TextField()
     # float32, L2-normalised; empty when no embedder was available at ingestion.
     embedding = models.BinaryField(null=True, blank=True)
+    # float32 rows, one per passage (knowledge.embedding.passage_texts), L2-normalised.
+    passage_embeddings = models.BinaryField(null=True, blank=True)
 
-    history = HistoricalRecords(excluded_fields=["embedding", "text"])
+    history = HistoricalRecords(excluded_fields=["embedding", "passage_embeddings", "text"])
 
     class Meta:
         ordering = ["version", "position"]

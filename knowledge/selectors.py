@@ -137,6 +137,7 @@ class IndexedClause:
     schedule_section: str
     refers_to: tuple[str, ...]
     embedding: bytes | None
+    passage_embeddings: bytes | None = None  # float32 rows, one per passage
 
 
 _index_cache: dict[tuple[int, float], tuple[IndexedClause, ...]] = {}
@@ -165,6 +166,9 @@ def clause_index(*, version_id: int) -> tuple[IndexedClause, ...]:
             schedule_section=c.schedule_section,
             refers_to=tuple(c.refers_to),
             embedding=bytes(c.embedding) if c.embedding is not None else None,
+            passage_embeddings=(
+                bytes(c.passage_embeddings) if c.passage_embeddings is not None else None
+            ),
         )
         for c in rows
     )

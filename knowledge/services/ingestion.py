@@ -191,6 +191,29 @@ def clause_embeddings_compute(texts: list[str]) -> list[bytes | None]:
     return [row.tobytes() for row in vectors]
 
 
+def passage_embeddings_compute(clauses: list[tuple[str, str]]) -> list[bytes | None]:
+    """Per (title, body), the float32 rows of its passages' embeddings, as bytes.
+
+    Computed with the clause vectors at ingestion so that no turn, and no web
+    process starting up, embeds a clause. None without an embedder.
+    """
+    try:
+        import numpy as np
+
+        from knowledge.embedding import default_embedder, passage_texts
+
+        embedder = default_embedder()
+        out: list[bytes | None] = []
+        for title, body in clauses:
+            texts = passage_texts(title, body)
+            rows = np.asarray(embedder.encode(texts), dtype=np.float32) if texts else None
+            out.append(rows.tobytes() if rows is not None else b"")
+        return out
+    except Exception as exc:
+        logger.warning("ingestion: no passage embeddings (%s: %s)", type(exc).__name__, exc)
+        return [None] * len(clauses)
+
+
 def _embedding_model_name() -> str:
     try:
         from knowledge.embedding import default_embedder
@@ -320,6 +343,7 @@ def wording_version_ingest(*, version_id: int) -> IngestResult:
         )
 
     embeddings = clause_embeddings_compute([f"{c.title}\n\n{c.body}" for c in parsed.clauses])
+    passages = passage_embeddings_compute([(c.title, c.body) for c in parsed.clauses])
     model_name = _embedding_model_name() if any(e is not None for e in embeddings) else ""
 
     prefix = version.storage_prefix
@@ -355,8 +379,9 @@ def wording_version_ingest(*, version_id: int) -> IngestResult:
                 visibility=c.visibility,
                 text=c.text,
                 embedding=embedding,
+                passage_embeddings=passage_rows,
             )
-            for c, embedding in zip(parsed.clauses, embeddings, strict=True)
+            for c, embedding, passage_rows in zip(parsed.clauses, embeddings, passages, strict=True)
         ]
         bulk_create_with_history(rows, Clause, default_change_reason="Ingested")
         locked.status = WordingVersion.Status.INGESTED

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from claims.agent.selection import text as T
+from knowledge.embedding import passage_texts
 
 if TYPE_CHECKING:
     from knowledge.selectors import ClauseDirectory, IndexedClause
@@ -79,6 +80,8 @@ class VersionIndex:
     # row each belongs to; see ``passage_embeddings``.
     passages: np.ndarray | None = None
     passage_owner: np.ndarray | None = None
+    # The passage rows stored at ingestion, per clause (None where missing).
+    stored_passages: tuple[bytes | None, ...] = ()
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __len__(self) -> int:
@@ -108,6 +111,7 @@ def _build(directory: ClauseDirectory, clauses: Sequence[IndexedClause]) -> Vers
     titles: list[str] = []
     bodies: list[str] = []
     vectors: list[np.ndarray | None] = []
+    stored: list[bytes | None] = []
     refers: dict[str, tuple[str, ...]] = {}
     for entry in directory.entries:
         clause = by_id.get(entry.clause_id)
@@ -118,6 +122,7 @@ def _build(directory: ClauseDirectory, clauses: Sequence[IndexedClause]) -> Vers
         refers[entry.clause_id] = tuple(clause.refers_to) if clause is not None else ()
         raw = getattr(clause, "embedding", None) if clause is not None else None
         vectors.append(np.frombuffer(raw, dtype=np.float32) if raw else None)
+        stored.append(getattr(clause, "passage_embeddings", None) if clause is not None else None)
 
     corpus = [
         T.stems(title) * TITLE_WEIGHT + T.stems(body)
@@ -142,6 +147,7 @@ def _build(directory: ClauseDirectory, clauses: Sequence[IndexedClause]) -> Vers
         baseline_titles=tuple(Counter(baseline_terms(t, for_query=False)) for t in titles),
         baseline_bodies=tuple(Counter(baseline_terms(b, for_query=False)) for b in bodies),
         embeddings=embeddings,
+        stored_passages=tuple(stored),
     )
 
 
@@ -205,18 +211,6 @@ def clause_embeddings(index: VersionIndex, embedder: Embedder) -> np.ndarray | N
         return index.embeddings
 
 
-def passage_texts(title: str, body: str) -> list[str]:
-    """The passages of a clause: each paragraph or bullet, prefixed by the title.
-
-    A whole clause runs past the embedding model's 256 tokens, and its tail
-    holds the exclusions; one vector per passage lets "does it cover petrol"
-    meet the bullet that says fuel is not included.
-    """
-    parts = [p.strip().lstrip("-*").strip() for p in body.splitlines()]
-    return [f"{title}: {p}" for p in parts if len(p) >= PASSAGE_MIN_CHARS]
-
-
-PASSAGE_MIN_CHARS = 20
 PASSAGE_CACHE_SECONDS = 30 * 24 * 3600
 
 
@@ -238,8 +232,9 @@ def passage_embeddings(
             return index.passages, index.passage_owner
         from django.core.cache import cache
 
+        dim = clauses.shape[1]
         key = f"selection:passages:{index.version_id}:{index.stamp}:{embedder.name}"
-        cached = cache.get(key)
+        cached = _stored_passages(index, dim) or cache.get(key)
         if cached is not None:
             dim, owner_bytes, matrix_bytes = cached
             owner = np.frombuffer(owner_bytes, dtype=np.int32)
@@ -251,7 +246,6 @@ def passage_embeddings(
                 for passage in passage_texts(title, body):
                     texts.append(passage)
                     owners.append(row)
-            dim = clauses.shape[1]
             if texts:
                 matrix = np.asarray(embedder.encode(texts), dtype=np.float32).reshape(-1, dim)
             else:
@@ -262,6 +256,19 @@ def passage_embeddings(
         index.passage_owner = np.concatenate([np.arange(len(index), dtype=np.int32), owner])
         index.embedder_name = embedder.name
         return index.passages, index.passage_owner
+
+
+def _stored_passages(index: VersionIndex, dim: int) -> tuple[int, bytes, bytes] | None:
+    """The passage rows ingestion stored, in the cache's shape, if every clause has them."""
+    if not index.stored_passages or any(p is None for p in index.stored_passages):
+        return None
+    owners: list[np.ndarray] = []
+    for row, raw in enumerate(index.stored_passages):
+        if len(raw) % (4 * dim):
+            return None  # another embedder's width: recompute
+        owners.append(np.full(len(raw) // (4 * dim), row, dtype=np.int32))
+    owner = np.concatenate(owners) if owners else np.zeros(0, dtype=np.int32)
+    return dim, owner.tobytes(), b"".join(index.stored_passages)
 
 
 def selection_cache_clear() -> None:
