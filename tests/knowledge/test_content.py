@@ -82,3 +82,19 @@ def test_every_inventory_row_maps_to_a_customer_clause_of_2026_2(inventory):
     assert customer <= expected, f"clauses no question asks about: {sorted(customer - expected)}"
     assert sum(q.no_clause for q in inventory.questions) >= 5
     assert sum(bool(q.after) for q in inventory.questions) >= 4
+
+
+HELDOUT = Path(__file__).resolve().parents[2] / "knowledge" / "content" / "inventory" / "heldout"
+
+
+@pytest.mark.parametrize(
+    "inventory", inventories_load(directory=HELDOUT), ids=lambda i: f"heldout-{i.line}"
+)
+def test_the_held_out_questions_map_to_customer_clauses_too(inventory):
+    clauses = {c.clause_id: c for c in parsed(inventory.line, "2026.2").clauses}
+    assert len(inventory.questions) >= 20
+    for question in inventory.questions:
+        assert question.coverage in {"covered", "partial", "not_included", "no_clause"}, question
+        assert (question.coverage == "no_clause") == (question.expected == ()), question
+        for clause_id in question.expected:
+            assert clauses[clause_id].visibility == "customer", (question.id, clause_id)

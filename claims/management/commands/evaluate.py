@@ -19,6 +19,7 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 from django.conf import settings
 from django.core.management import call_command
@@ -93,6 +94,11 @@ class Command(BaseCommand):
         )
         parser.add_argument("--line", action="append", choices=LINES, help="Only these lines.")
         parser.add_argument(
+            "--inventory-dir",
+            help="Read <line>.yaml inventories from this folder instead "
+            "(knowledge/content/inventory/heldout holds questions never used for tuning).",
+        )
+        parser.add_argument(
             "--limit", type=int, help="Only the first N questions of each line (plus parents)."
         )
         parser.add_argument(
@@ -139,7 +145,14 @@ class Command(BaseCommand):
                 measurement_records_delete()
 
     def _run(self, client, selectors, base_url, options):
-        inventories = inventories_load(lines=tuple(options["line"] or LINES))
+        lines = tuple(options["line"] or LINES)
+        if options["inventory_dir"]:
+            directory = Path(options["inventory_dir"])
+            if not directory.is_dir():
+                raise CommandError(f"No such inventory folder: {directory}")
+            inventories = inventories_load(lines=lines, directory=directory)
+        else:
+            inventories = inventories_load(lines=lines)
         runs = []
         for name in selectors:
             run = harness.inventory_run(
