@@ -28,6 +28,7 @@ from knowledge.services.ingestion import (
     WordingError,
     wording_version_check,
     wording_version_create,
+    wording_version_discard,
 )
 from knowledge.services.releases import (
     ReleaseError,
@@ -150,7 +151,7 @@ class WordingVersionAdmin(ReadOnlyHistoryAdmin):
     list_filter = ["document", "status"]
     search_fields = ["label", "document__document_id"]
     action_form = ReasonActionForm
-    actions = ["request_release", "ingest_again"]
+    actions = ["request_release", "ingest_again", "discard"]
     inlines = [ClauseInline]
     readonly_fields = [
         "document",
@@ -332,6 +333,21 @@ class WordingVersionAdmin(ReadOnlyHistoryAdmin):
                 self.message_user(request, f"{version}: {exc}", messages.ERROR)
             else:
                 self.message_user(request, f"{version}: release requested.")
+
+    @admin.action(
+        description="Discard the selected never-released versions (give a reason)",
+        permissions=["ingest"],
+    )
+    def discard(self, request, queryset):
+        for version in queryset.order_by("pk"):
+            try:
+                wording_version_discard(
+                    version_id=version.pk, acting_user=request.user, reason=_reason(request)
+                )
+            except WordingError as exc:
+                self.message_user(request, f"{version}: {exc}", messages.ERROR)
+            else:
+                self.message_user(request, f"{version}: discarded; its clause ids are free again.")
 
     @admin.action(description="Ingest the selected versions again", permissions=["ingest"])
     def ingest_again(self, request, queryset):

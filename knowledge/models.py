@@ -63,6 +63,9 @@ class WordingVersion(models.Model):
         INGESTING = "ingesting", "Ingesting"
         INGESTED = "ingested", "Ingested"
         FAILED = "failed", "Failed"
+        # Ingested by mistake and never released: its clauses are gone and its
+        # ids are free again (they never reached a customer).
+        DISCARDED = "discarded", "Discarded"
 
     document = models.ForeignKey(WordingDocument, on_delete=models.PROTECT, related_name="versions")
     label = models.CharField(max_length=40)
@@ -92,7 +95,9 @@ class WordingVersion(models.Model):
                 fields=["document", "label"], name="wordingversion_document_label_unique"
             ),
             models.CheckConstraint(
-                condition=Q(status__in=["uploaded", "ingesting", "ingested", "failed"]),
+                condition=Q(
+                    status__in=["uploaded", "ingesting", "ingested", "failed", "discarded"]
+                ),
                 name="wordingversion_status_valid",
             ),
             models.CheckConstraint(

@@ -86,7 +86,8 @@ def wording_version_check(
             + (f"; unknown: {', '.join(unknown)}." if unknown else ".")
         )
     existing = WordingVersion.objects.filter(document__document_id=document_id, label=label)
-    if existing.exclude(status=WordingVersion.Status.FAILED).exists():
+    replaceable = [WordingVersion.Status.FAILED, WordingVersion.Status.DISCARDED]
+    if existing.exclude(status__in=replaceable).exists():
         raise WordingError(f"{document_id} already has a version {label!r}.")
     return line
 
@@ -140,10 +141,15 @@ def wording_version_create(
         # a corrected source may take its place under the same label.
         replaced = (
             WordingVersion.objects.select_for_update()
-            .filter(document=document, label=label, status=WordingVersion.Status.FAILED)
+            .filter(
+                document=document,
+                label=label,
+                status__in=[WordingVersion.Status.FAILED, WordingVersion.Status.DISCARDED],
+            )
             .first()
         )
         version = replaced or WordingVersion(document=document, label=label)
+        replaced_status = replaced.status if replaced else ""
         version.source_sha256 = sha
         version.effective_from = effective_from
         version.effective_to = effective_to
@@ -154,7 +160,7 @@ def wording_version_create(
         version.validation_errors = [stored_error] if stored_error else []
         version.created_by = acting_user
         version.source.name = "" if stored_error else key
-        verb = "Replaced the failed source with" if replaced else "Uploaded"
+        verb = f"Replaced the {replaced_status} source with" if replaced else "Uploaded"
         by = " by an operator on the command line" if acting_user is None else ""
         version._change_reason = f"{verb} {filename}{by}" + (
             " (not stored)" if stored_error else ""
@@ -412,3 +418,36 @@ def wording_version_ingest(*, version_id: int) -> IngestResult:
         storage_prefix=prefix,
         manifest_key=manifest_key,
     )
+
+
+def wording_version_discard(*, version_id: int, acting_user, reason: str) -> WordingVersion:
+    """Discard an ingested version that was never released.
+
+    A version ingested by mistake would otherwise reserve its clause ids for
+    good (ids are only appended and never reused). Once discarded its clause
+    rows are gone, its ids no longer count in the id history, and its label
+    may take a corrected source. A version with any release that was
+    requested and not cancelled cannot be discarded: it may have been served.
+    """
+    from knowledge.models import Release
+
+    if not acting_user.has_perm("knowledge.change_wordingversion"):
+        raise WordingError("You do not have permission to discard wording versions.")
+    if not reason.strip():
+        raise WordingError("Say why the version is discarded.")
+    with transaction.atomic():
+        version = WordingVersion.objects.select_for_update().get(pk=version_id)
+        if version.status not in (WordingVersion.Status.INGESTED, WordingVersion.Status.FAILED):
+            raise WordingError(
+                f"{version} is {version.status}; only ingested or failed versions can be discarded."
+            )
+        if version.releases.exclude(status=Release.Status.DRAFT).exists():
+            raise WordingError(
+                f"{version} has been requested for release; a version that may have been "
+                "served is never discarded (withdraw its release instead)."
+            )
+        version.clauses.all().delete()
+        version.status = WordingVersion.Status.DISCARDED
+        version._change_reason = f"Discarded by {acting_user}: {reason.strip()}"
+        version.save(update_fields=["status"])
+    return version

@@ -516,3 +516,40 @@ def test_rerunning_with_another_window_is_refused_not_ignored(source_file):
     # the same arguments again are fine, and change nothing
     ingest_command(path, "2026.2", "NW-MOTOR", "--effective-from", "2026-07-01")
     assert WordingVersion.objects.get(label="2026.2").effective_from == date(2026, 7, 1)
+
+
+@pytest.mark.django_db
+def test_a_version_ingested_by_mistake_can_be_discarded_and_its_ids_reused(
+    source_file, capsys, users
+):
+    from knowledge.services.ingestion import wording_version_discard
+
+    ingest_command(source_file(wording(COV_01, EXC_01, clause("MTR-COV-02"))), "2026.1")
+    mistake = WordingVersion.objects.get(label="2026.1")
+    # given a draft that dropped MTR-COV-02 by mistake
+    ingest_command(source_file(wording(COV_01, EXC_01), "v2.md"), "x9")
+    draft = WordingVersion.objects.get(label="x9")
+    # when it is discarded
+    with pytest.raises(ingestion.WordingError, match="Say why"):
+        wording_version_discard(version_id=draft.pk, acting_user=users["editor"], reason="")
+    wording_version_discard(version_id=draft.pk, acting_user=users["editor"], reason="wrong file")
+    draft.refresh_from_db()
+    assert draft.status == "discarded"
+    assert not draft.clauses.exists()
+    assert draft.history.first().history_change_reason == "Discarded by editor: wrong file"
+    # then the next version may carry MTR-COV-02 again
+    ingest_command(source_file(wording(COV_01, EXC_01, clause("MTR-COV-02")), "v3.md"), "2026.2")
+    assert WordingVersion.objects.get(label="2026.2").status == "ingested"
+    assert mistake.status == "ingested"
+
+
+@pytest.mark.django_db
+def test_a_version_requested_for_release_is_never_discarded(users):
+    from knowledge.services.ingestion import wording_version_discard
+
+    version = ingested_version()
+    release_request(version_id=version.pk, acting_user=users["editor"])
+    with pytest.raises(ingestion.WordingError, match="may have been served"):
+        wording_version_discard(version_id=version.pk, acting_user=users["editor"], reason="x")
+    version.refresh_from_db()
+    assert version.status == "ingested" and version.clauses.exists()
