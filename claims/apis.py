@@ -209,7 +209,6 @@ class ConversationMessageCreateApi(APIView):
         data = _validated(self.InputSerializer, request)
         turn_request = TurnRequest(
             conversation_id=conversation.pk,
-            client_id=request.user.pk,
             message=data["message"],
             policy_number=data.get("policy_number") or None,
             received_at=timezone.now(),

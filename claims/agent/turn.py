@@ -9,10 +9,9 @@ call or a storage read.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from datetime import datetime
 
 from django.utils import timezone
 
@@ -62,24 +61,19 @@ def turn_run(
     *,
     model: ClauseModel,
     store: ClauseStore,
-    clock: Callable[[], datetime] = timezone.now,
 ) -> tuple[TurnOutcome, Turn]:
     timer = StepTimer({})
     started = time.perf_counter()
 
     with timer.step("facts"):
-        facts = turn_facts_load(request, question_date=timezone.localdate(clock()))
+        facts = turn_facts_load(request, question_date=timezone.localdate(request.received_at))
     with timer.step("route"):
         wording = turn_wording_choose(facts)
 
     directory = selection = fetch = None
     content = has_content(request.message) or bool(clause_ids_in(request.message))
-    if wording.kind == "routed" and not content:
-        # "hi", "ok thanks": nothing to look up, nothing for the queue.
-        from knowledge.selectors import clause_directory
-
-        directory = clause_directory(version_id=wording.version_id)
-    elif wording.kind == "routed":
+    # "hi", "ok thanks": nothing to look up, no directory shown, nothing for the queue.
+    if wording.kind == "routed" and content:
         from knowledge.selectors import clause_directory
 
         with timer.step("directory"):
@@ -107,7 +101,6 @@ def turn_run(
         wording=wording,
         selection=selection,
         fetch=fetch,
-        pending_reason=None,
         asks_for_decision=asks_for_decision(request.message),
         has_content=content,
     )

@@ -54,10 +54,9 @@ class PriorTurn:
 @dataclass(frozen=True)
 class TurnRequest:
     conversation_id: int
-    client_id: int
     message: str
     policy_number: str | None  # given with this message; else the conversation's
-    received_at: datetime
+    received_at: datetime  # the turn's clock: the question date is its local date
     trace_id: str
     # The conversation's confirmed facts as the endpoint loaded them.
     conversation_policy_number: str = ""
@@ -154,7 +153,6 @@ class ComposeInputs:
     wording: WordingChoice
     selection: Selection | None
     fetch: ClauseFetch | None
-    pending_reason: PendingReason | None
     asks_for_decision: bool
     has_content: bool = True
 

@@ -123,8 +123,18 @@ def test_run_records_are_read_only_and_filterable(agent_client, entry):
 def test_the_admin_index_links_the_latest_evaluation_report(agent_client, settings, tmp_path):
     index = agent_client.get("/admin/")
     assert 'href="/admin/reports/evaluation/latest/"' in index.content.decode()
+    # before any run: a 404 that says what to do
+    settings.VAR_DIR = tmp_path
     response = agent_client.get("/admin/reports/evaluation/latest/")
-    assert response.status_code in (200, 404)  # 404 until `evaluate` has run once
+    assert response.status_code == 404
+    # after runs: the newest report
+    reports = tmp_path / "reports"
+    reports.mkdir(exist_ok=True)
+    (reports / "evaluation-20261101-000000.html").write_text("<h1>older</h1>")
+    (reports / "evaluation-20261102-000000.html").write_text("<h1>newest</h1>")
+    response = agent_client.get("/admin/reports/evaluation/latest/")
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content) == b"<h1>newest</h1>"
 
 
 def test_taking_is_a_post_and_taking_twice_changes_nothing(agent_client, entry):
