@@ -23,18 +23,15 @@ MESSAGE_MAX_LENGTH = 2000
 
 
 def claim_agent_model():
-    """The configured ClauseModel.
+    """The configured ``ClauseChooser`` (``claims.agent.registry.chooser``).
 
     ``CLAIM_AGENT_MODEL`` names an offline selector (``hybrid``, the default;
     ``bm25``, ``embedding``, ``baseline``) or the dotted path of a class that
-    implements ``claims.agent.types.ClauseModel`` (an LLM adapter, a test fake).
+    implements ``ClauseChooser`` (an LLM adapter, a test fake).
     """
-    from claims.agent.selection import selection_model
+    from claims.agent.registry import chooser
 
-    name = getattr(settings, "CLAIM_AGENT_MODEL", "") or "hybrid"
-    if "." in name:
-        return import_string(name)()
-    return selection_model(name)
+    return chooser()
 
 
 def clause_store():
@@ -216,9 +213,17 @@ class ConversationMessageCreateApi(APIView):
             conversation_policy_number=conversation.policy_number,
             conversation_line=conversation.line,
         )
-        outcome, turn = turn_run(turn_request, model=claim_agent_model(), store=clause_store())
-        titles = {c.clause_id: c.title for c in outcome.returned}
-        return Response(turn_payload(turn, titles), status=status.HTTP_201_CREATED)
+        from claims.agent.registry import writer
+
+        chooser = claim_agent_model()
+        result = turn_run(
+            turn_request,
+            chooser=chooser,
+            writer=writer(chooser_in_use=chooser),
+            store=clause_store(),
+        )
+        titles = {c.clause_id: c.title for c in result.outcome.returned}
+        return Response(turn_payload(result.turn, titles), status=status.HTTP_201_CREATED)
 
 
 class ConversationDetailApi(APIView):

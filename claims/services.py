@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.db import transaction
 from django.utils import timezone
 
+from claims.agent.types import PENDING_REFERENCE
+from claims.masking import personal_data_mask
 from claims.models import Conversation, PendingQuestion, Turn
+
+if TYPE_CHECKING:
+    from claims.agent.types import TurnOutcome
 
 
 class PendingQuestionError(Exception):
@@ -123,12 +130,77 @@ def pending_question_dismiss(*, entry_id: int, acting_user, reason: str) -> Pend
     return entry
 
 
-def turn_record_save(*, fields: dict, conversation_updates: dict, pending_id: int | None) -> Turn:
-    """Store the run record and the conversation's confirmed facts, atomically."""
+def turn_record_save(*, outcome: TurnOutcome) -> Turn:
+    """Store a turn: its pending question (if any), run record and confirmed facts.
+
+    One transaction: the queue entry the reply names and the record that
+    links to it exist together or not at all. The draft named the entry by
+    ``PENDING_REFERENCE``; its reference is written into the reply here.
+    """
+    facts, wording, selection = outcome.facts, outcome.wording, outcome.selection
+    request = outcome.request
+    names = (facts.schedule.holder_name,) if facts.schedule else ()
+    masked_message = personal_data_mask(request.message, names=names)
+    reason = outcome.draft.pending_reason
+    updates = {}
+    if facts.schedule is not None and (
+        facts.policy_number != request.conversation_policy_number
+        or facts.line != request.conversation_line
+    ):
+        updates = {"policy_number": facts.policy_number, "line": facts.line}
     with transaction.atomic():
-        turn = Turn.objects.create(**fields, pending_question_id=pending_id)
-        if conversation_updates:
-            Conversation.objects.filter(pk=fields["conversation_id"]).update(
-                **conversation_updates, updated_at=timezone.now()
+        pending = None
+        reply = outcome.checked.text
+        if reason is not None:
+            pending = pending_question_open(
+                conversation_id=request.conversation_id,
+                question=masked_message,
+                reason=reason.value,
+                line=facts.line or "",
+                policy_number=facts.policy_number or "",
+                evidence={
+                    "guidance_status": outcome.draft.status.value,
+                    "wording": f"{wording.document_id} {wording.label}".strip(),
+                    "wording_reason": wording.reason,
+                    "returned_ids": [c.clause_id for c in outcome.returned],
+                    "fetch_detail": outcome.fetch_detail,
+                    "trace_id": request.trace_id,
+                },
+            )
+            reply = reply.replace(PENDING_REFERENCE, pending.reference)
+        turn = Turn.objects.create(
+            conversation_id=request.conversation_id,
+            trace_id=request.trace_id,
+            message=masked_message,
+            reply=reply,
+            guidance_status=outcome.draft.status.value,
+            line=facts.line or "",
+            policy_number=facts.policy_number or "",
+            wording_version_id=wording.version_id,
+            wording_document=wording.document_id,
+            wording_label=wording.label,
+            wording_reason=wording.reason,
+            directory=[list(entry) for entry in outcome.directory_entries],
+            selection_raw=list(selection.raw) if selection else [],
+            selection_rejected=selection.rejected if selection else "",
+            requested_ids=list(selection.requested) if selection else [],
+            returned_ids=[c.clause_id for c in outcome.returned],
+            not_found_ids=list(outcome.not_found),
+            cited_ids=list(outcome.checked.cited_ids),
+            guard_findings=[
+                {"rule": f.rule, "action": f.action, "excerpt": f.excerpt}
+                for f in outcome.checked.findings
+            ],
+            limitations=list(outcome.draft.limitations),
+            facts=facts.public(),
+            schedule_summary=facts.schedule.masked_summary() if facts.schedule else None,
+            timings_ms=outcome.timings_ms,
+            model_name=outcome.model_name,
+            draft_writer=outcome.draft.writer,
+            pending_question=pending,
+        )
+        if updates:
+            Conversation.objects.filter(pk=request.conversation_id).update(
+                **updates, updated_at=timezone.now()
             )
     return turn

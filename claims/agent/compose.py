@@ -10,9 +10,21 @@ being accepted.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from claims.agent.types import ComposeInputs, Draft, GuidanceStatus, PendingReason
+from claims.agent.types import (
+    Assessment,
+    ComposeInputs,
+    Draft,
+    Facts,
+    GuidanceStatus,
+    PendingReason,
+    WordingChoice,
+)
+
+if TYPE_CHECKING:
+    from knowledge.clause_store import ClauseFetch
 
 # --- the customer's words ----------------------------------------------------
 
@@ -371,10 +383,11 @@ def _schedule_fact_lines(inputs: ComposeInputs) -> list[str]:
     return lines
 
 
-def reply_compose(inputs: ComposeInputs, *, pending_reference: str | None) -> Draft:
+def reply_compose(inputs: ComposeInputs) -> Draft:
     """Write the reply for a turn from its facts, wording choice and clauses."""
     facts, wording = inputs.facts, inputs.wording
-    status, reason = turn_assess(inputs)
+    status, reason = inputs.assessment.status, inputs.assessment.pending_reason
+    pending_reference = inputs.pending_reference
     limitations: list[str] = []
     lines: list[str] = []
     cited: list[str] = []
@@ -454,9 +467,26 @@ def reply_compose(inputs: ComposeInputs, *, pending_reference: str | None) -> Dr
     )
 
 
-def turn_assess(inputs: ComposeInputs) -> tuple[GuidanceStatus, PendingReason | None]:
+def turn_assess(
+    *,
+    facts: Facts,
+    wording: WordingChoice,
+    fetch: ClauseFetch | None,
+    has_content: bool,
+    asks_for_decision: bool,
+) -> Assessment:
     """The turn's guidance status and, if staff must take over, why."""
-    facts, wording = inputs.facts, inputs.wording
+    status, reason = _assess(facts, wording, fetch, has_content, asks_for_decision)
+    return Assessment(status=status, pending_reason=reason)
+
+
+def _assess(
+    facts: Facts,
+    wording: WordingChoice,
+    fetch: ClauseFetch | None,
+    has_content: bool,
+    asks_for_decision: bool,
+) -> tuple[GuidanceStatus, PendingReason | None]:
     if facts.schedule_kind == "unavailable":
         return GuidanceStatus.SCHEDULE_NOT_FOUND, PendingReason.KNOWLEDGE_UNAVAILABLE
     if facts.schedule_kind in ("no_evidence", "invalid_number"):
@@ -467,15 +497,14 @@ def turn_assess(inputs: ComposeInputs) -> tuple[GuidanceStatus, PendingReason | 
         return GuidanceStatus.NO_APPROVED_VERSION, PendingReason.NO_APPROVED_VERSION
     if wording.kind == "not_routable":
         return GuidanceStatus.WORDING_NOT_ROUTABLE, PendingReason.OUT_OF_SCOPE
-    fetch = inputs.fetch
     if fetch is not None and fetch.status == "unavailable":
         return GuidanceStatus.KNOWLEDGE_UNAVAILABLE, PendingReason.KNOWLEDGE_UNAVAILABLE
     if fetch is None or not fetch.returned:
-        if not inputs.has_content:
+        if not has_content:
             return GuidanceStatus.NO_CLAUSE_SELECTED, None  # "hi", "ok thanks": no question
-        reason = PendingReason.NEEDS_DECISION if inputs.asks_for_decision else None
+        reason = PendingReason.NEEDS_DECISION if asks_for_decision else None
         return GuidanceStatus.NO_CLAUSE_SELECTED, reason or PendingReason.NO_CLAUSE
-    if inputs.asks_for_decision:
+    if asks_for_decision:
         return GuidanceStatus.ANSWERED, PendingReason.NEEDS_DECISION
     return GuidanceStatus.ANSWERED, None
 
@@ -486,3 +515,31 @@ def fallback_reply(pending_reference: str | None) -> str:
     if pending_reference:
         text += " " + queue_sentence(pending_reference)
     return text
+
+
+class GroundedComposer:
+    """The default ``DraftWriter``: quotes only what the turn fetched."""
+
+    name = "grounded-composer"
+
+    def write(self, *, inputs: ComposeInputs) -> Draft:
+        return reply_compose(inputs)
+
+
+def model_draft(inputs: ComposeInputs, text: str | None, *, writer: str) -> Draft:
+    """A model's text as the turn's draft, on the grounded draft's assessment.
+
+    A model writes only for an answered turn and only with text; otherwise
+    the grounded composer's draft stands. The draft cites what the text
+    names (the guard keeps only what was returned) and ends with the queue
+    sentence when the turn opens a pending question.
+    """
+    grounded = reply_compose(inputs)
+    if inputs.assessment.status is not GuidanceStatus.ANSWERED or not (text or "").strip():
+        return grounded
+    from claims.agent.guard import clause_ids_in
+
+    named = tuple(clause_ids_in(text))
+    if inputs.pending_reference:
+        text = f"{text}\n{queue_sentence(inputs.pending_reference)}"
+    return replace(grounded, text=text, cited_ids=named, writer=writer)

@@ -85,8 +85,11 @@ ACTION_RE = [re.compile(p, re.IGNORECASE) for p in ACTION_PATTERNS]
 TIME_RE = [re.compile(p, re.IGNORECASE) for p in TIME_PATTERNS]
 
 # The one sentence about an action the composer may write, and only when this
-# turn created the pending question it names.
-QUEUE_SENTENCE_RE = re.compile(r"\bpending-answers queue \(reference PQ-\d+\)", re.IGNORECASE)
+# turn creates the pending question it names (until the record step writes the
+# entry, the draft names it by ``PENDING_REFERENCE``).
+QUEUE_SENTENCE_RE = re.compile(
+    r"\bpending-answers queue \(reference PQ-(?:\d+|NEW)\)", re.IGNORECASE
+)
 
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9•\u201c-])|\n+")
 

@@ -1,4 +1,4 @@
-"""A ClauseModel behind an OpenAI-compatible chat completions API.
+"""A clause chooser and draft writer behind an OpenAI-compatible chat completions API.
 
 Optional: the product runs offline on the hybrid selector by default. Set
 ``CLAIM_AGENT_MODEL=claims.agent.llm.OpenAICompatibleModel`` and
@@ -19,7 +19,15 @@ from typing import Any
 
 from django.conf import settings
 
-from claims.agent.types import MAX_CLAUSES, ClauseModelError, ComposeInputs, SelectionContext
+from claims.agent.compose import model_draft
+from claims.agent.types import (
+    MAX_CLAUSES,
+    ClauseModelError,
+    ComposeInputs,
+    Draft,
+    GuidanceStatus,
+    SelectionContext,
+)
 from knowledge.selectors import ClauseDirectory
 
 logger = logging.getLogger(__name__)
@@ -73,7 +81,10 @@ def select_tool_schema(directory: ClauseDirectory) -> dict[str, Any]:
 
 
 class OpenAICompatibleModel:
-    """Clause selection and drafting by a chat-completions model."""
+    """Clause selection and drafting by a chat-completions model.
+
+    Both a ``ClauseChooser`` and a ``DraftWriter``.
+    """
 
     name = "openai-compatible"
 
@@ -109,7 +120,7 @@ class OpenAICompatibleModel:
         except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
             raise ClauseModelError(f"the model server did not answer ({exc})") from exc
 
-    def select(
+    def choose(
         self, *, message: str, directory: ClauseDirectory, context: SelectionContext
     ) -> list[str]:
         entries = [{"clause_id": e.clause_id, "title": e.title} for e in directory.entries]
@@ -140,8 +151,14 @@ class OpenAICompatibleModel:
             raise ClauseModelError(f"the model's tool call was malformed ({exc})") from exc
         return [str(i) for i in ids]
 
-    def compose(self, *, inputs: ComposeInputs) -> str | None:
-        """Draft from the fetched clauses; None (the grounded composer) when there are none."""
+    def write(self, *, inputs: ComposeInputs) -> Draft:
+        """Draft from the fetched clauses; the grounded composer's draft otherwise."""
+        text = None
+        if inputs.assessment.status is GuidanceStatus.ANSWERED:
+            text = self._draft_text(inputs)
+        return model_draft(inputs, text, writer=self.name)
+
+    def _draft_text(self, inputs: ComposeInputs) -> str | None:
         fetch = inputs.fetch
         if fetch is None or not fetch.returned:
             return None

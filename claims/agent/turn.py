@@ -1,74 +1,113 @@
 """One claim agent turn, from the customer's message to the recorded reply.
 
-Read ``turn_run`` top to bottom. Only the facts step and the record steps
-touch the database; only the selection step calls the model; only the
-resolve step reads object storage. No transaction is open across a model
-call or a storage read.
+Read ``turn_run`` top to bottom: facts → route → directory → select →
+resolve → assess → compose → guard → record. Each step is a small function
+taking and returning frozen dataclasses (``claims.agent.types``). Only the
+facts, route and record steps touch the database; only the select and
+compose steps may call a model; only the resolve step reads object storage.
+No transaction is open across a model call or a storage read: the record
+step writes the pending question and the run record in one transaction.
+
+``on_step`` is the one hook: it is called when each step starts and ends
+(``StepEvent``), and the per-step timings come from the same mechanism.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from typing import Any
 
 from django.utils import timezone
 
-from claims.agent.compose import (
-    asks_for_decision,
-    fallback_reply,
-    has_content,
-    queue_sentence,
-    reply_compose,
-    turn_assess,
-)
+from claims.agent.compose import asks_for_decision, fallback_reply, has_content, turn_assess
 from claims.agent.facts import turn_facts_load
 from claims.agent.guard import clause_ids_in, draft_guard
 from claims.agent.selection_schema import selection_validate
 from claims.agent.types import (
-    ClauseModel,
+    PENDING_REFERENCE,
+    Assessment,
+    CheckedDraft,
+    ClauseChooser,
     ClauseModelError,
     ComposeInputs,
+    Draft,
+    DraftWriter,
+    Facts,
     GuidanceStatus,
     Selection,
     SelectionContext,
+    StepEvent,
     TurnOutcome,
     TurnRequest,
+    TurnResult,
+    WordingChoice,
 )
 from claims.agent.wording import turn_wording_choose
-from claims.masking import personal_data_mask
 from claims.models import Turn
-from claims.services import pending_question_open, turn_record_save
+from claims.services import turn_record_save
 from knowledge.clause_store import ClauseFetch, ClauseStore
 
+# What each step is doing, in the customer's words (a streaming client shows them).
+STEP_LABELS = {
+    "facts": "Looking up your schedule",
+    "route": "Finding the wording that applies to your policy",
+    "directory": "Listing the clauses of your wording",
+    "select": "Choosing the clauses that answer your question",
+    "resolve": "Reading your policy wording",
+    "assess": "Checking what can be answered",
+    "compose": "Writing the reply",
+    "guard": "Checking the reply",
+    "record": "Saving the record",
+}
 
-@dataclass
-class StepTimer:
-    timings: dict[str, float]
+OnStep = Callable[[StepEvent], None]
+
+
+class Steps:
+    """Runs the hook around each step and keeps the step timings (ms)."""
+
+    def __init__(self, on_step: OnStep | None) -> None:
+        self.on_step = on_step
+        self.timings: dict[str, float] = {}
 
     @contextmanager
-    def step(self, name: str) -> Iterator[None]:
+    def step(self, name: str) -> Iterator[dict[str, Any]]:
+        """Time the block as step ``name``; what it puts in the dict is the end payload."""
+        label = STEP_LABELS[name]
+        if self.on_step is not None:
+            self.on_step(StepEvent(step=name, label=label, phase="start"))
+        payload: dict[str, Any] = {}
         started = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.timings[name] = round((time.perf_counter() - started) * 1000, 3)
+        yield payload
+        duration = round((time.perf_counter() - started) * 1000, 3)
+        self.timings[name] = duration
+        if self.on_step is not None:
+            self.on_step(
+                StepEvent(
+                    step=name, label=label, phase="end", duration_ms=duration, payload=payload
+                )
+            )
 
 
 def turn_run(
     request: TurnRequest,
     *,
-    model: ClauseModel,
+    chooser: ClauseChooser,
+    writer: DraftWriter,
     store: ClauseStore,
-) -> tuple[TurnOutcome, Turn]:
-    timer = StepTimer({})
+    on_step: OnStep | None = None,
+) -> TurnResult:
+    steps = Steps(on_step)
     started = time.perf_counter()
 
-    with timer.step("facts"):
+    with steps.step("facts") as payload:
         facts = turn_facts_load(request, question_date=timezone.localdate(request.received_at))
-    with timer.step("route"):
-        wording = turn_wording_choose(facts)
+        payload["schedule"] = facts.schedule_kind
+    with steps.step("route") as payload:
+        wording = turn_wording_choose(facts, pinned_version_id=request.pinned_version_id)
+        payload["wording"] = f"{wording.document_id} {wording.label}".strip() or wording.kind
 
     directory = selection = fetch = None
     content = has_content(request.message) or bool(clause_ids_in(request.message))
@@ -76,78 +115,35 @@ def turn_run(
     if wording.kind == "routed" and content:
         from knowledge.selectors import clause_directory
 
-        with timer.step("directory"):
+        with steps.step("directory") as payload:
             directory = clause_directory(version_id=wording.version_id)
-        with timer.step("select"):
-            context = SelectionContext(facts.line, wording.version_id, facts.history)
-            try:
-                raw = model.select(message=request.message, directory=directory, context=context)
-                selection = selection_validate(raw, directory)
-            except ClauseModelError as exc:
-                selection = Selection(
-                    raw=(), requested=(), not_in_directory=(), rejected=f"the model failed: {exc}"
-                )
+            payload["clauses"] = len(directory.entries)
+        with steps.step("select") as payload:
+            selection = select_step(request, facts, wording, directory, chooser)
+            payload["clause_ids"] = list(selection.requested)
         if selection.requested:
-            with timer.step("resolve"):
+            with steps.step("resolve") as payload:
                 fetch = store.fetch(version_id=wording.version_id, clause_ids=selection.requested)
+                payload["clause_ids"] = [c.clause_id for c in fetch.returned]
         elif selection.not_in_directory:
             fetch = ClauseFetch(status="ok", returned=(), not_found=(), detail="")
 
-    names = (facts.schedule.holder_name,) if facts.schedule else ()
-    masked_message = personal_data_mask(request.message, names=names)
-    inputs = ComposeInputs(
-        message=request.message,
-        facts=facts,
-        wording=wording,
-        selection=selection,
-        fetch=fetch,
-        asks_for_decision=asks_for_decision(request.message),
-        has_content=content,
-    )
-    status, pending_reason = turn_assess(inputs)
-    returned = fetch.returned if fetch is not None else ()
-    not_found = (selection.not_in_directory if selection else ()) + (
-        fetch.not_found if fetch is not None else ()
-    )
-
-    pending = None
-    if pending_reason is not None:
-        with timer.step("queue"):
-            pending = pending_question_open(
-                conversation_id=request.conversation_id,
-                question=masked_message,
-                reason=pending_reason.value,
-                line=facts.line or "",
-                policy_number=facts.policy_number or "",
-                evidence={
-                    "guidance_status": status.value,
-                    "wording": f"{wording.document_id} {wording.label}".strip(),
-                    "wording_reason": wording.reason,
-                    "returned_ids": [c.clause_id for c in returned],
-                    "fetch_detail": fetch.detail if fetch is not None else "",
-                    "trace_id": request.trace_id,
-                },
-            )
-    reference = pending.reference if pending is not None else None
-
-    with timer.step("compose"):
-        draft = reply_compose(inputs, pending_reference=reference)
-        written = model.compose(inputs=inputs) if status is GuidanceStatus.ANSWERED else None
-        if written is not None:
-            # A model's draft cites what it names; the guard keeps only what was returned.
-            named = tuple(clause_ids_in(written))
-            if reference:
-                written = f"{written}\n{queue_sentence(reference)}"
-            draft = replace(draft, text=written, cited_ids=named, writer=model.name)
-    with timer.step("guard"):
-        checked = draft_guard(
-            text=draft.text,
-            cited_ids=draft.cited_ids,
-            returned={c.clause_id: c.text for c in returned},
-            answers_question=status is GuidanceStatus.ANSWERED,
-            pending_reference=reference,
-            fallback=fallback_reply(reference),
+    with steps.step("assess") as payload:
+        assessment = turn_assess(
+            facts=facts,
+            wording=wording,
+            fetch=fetch,
+            has_content=content,
+            asks_for_decision=asks_for_decision(request.message),
         )
+        payload["guidance_status"] = assessment.status.value
+    with steps.step("compose") as payload:
+        inputs = compose_inputs(request, facts, wording, selection, fetch, assessment, content)
+        draft = writer.write(inputs=inputs)
+        payload["writer"] = draft.writer
+    with steps.step("guard") as payload:
+        checked = guard_step(draft, fetch, inputs.pending_reference)
+        payload["findings"] = len(checked.findings)
 
     outcome = TurnOutcome(
         request=request,
@@ -157,59 +153,76 @@ def turn_run(
         if directory
         else (),
         selection=selection,
-        returned=returned,
-        not_found=not_found,
+        returned=fetch.returned if fetch is not None else (),
+        not_found=(selection.not_in_directory if selection else ())
+        + (fetch.not_found if fetch is not None else ()),
         draft=draft,
         checked=checked,
-        timings_ms=timer.timings,
-        model_name=model.name,
+        # "total" is the time up to the record step, which cannot time itself.
+        timings_ms={**steps.timings, "total": round((time.perf_counter() - started) * 1000, 3)},
+        model_name=chooser.name,
+        fetch_detail=fetch.detail if fetch is not None else "",
     )
-    # "total" is the time up to the record step, which cannot time itself.
-    timer.timings["total"] = round((time.perf_counter() - started) * 1000, 3)
-    turn = turn_record(outcome, masked_message=masked_message, pending_id=pending and pending.pk)
-    if pending is not None:
-        turn.pending_question = pending  # the response reads it; no second query
-    return outcome, turn
+    with steps.step("record") as payload:
+        turn = turn_record(outcome)
+        payload["turn_id"] = turn.pk
+    return TurnResult(outcome=outcome, turn=turn)
 
 
-def turn_record(outcome: TurnOutcome, *, masked_message: str, pending_id: int | None) -> Turn:
-    facts, wording, selection = outcome.facts, outcome.wording, outcome.selection
-    summary = facts.schedule.masked_summary() if facts.schedule else None
-    fields = {
-        "conversation_id": outcome.request.conversation_id,
-        "trace_id": outcome.request.trace_id,
-        "message": masked_message,
-        "reply": outcome.checked.text,
-        "guidance_status": outcome.draft.status.value,
-        "line": facts.line or "",
-        "policy_number": facts.policy_number or "",
-        "wording_version_id": wording.version_id,
-        "wording_document": wording.document_id,
-        "wording_label": wording.label,
-        "wording_reason": wording.reason,
-        "directory": [list(entry) for entry in outcome.directory_entries],
-        "selection_raw": list(selection.raw) if selection else [],
-        "selection_rejected": selection.rejected if selection else "",
-        "requested_ids": list(selection.requested) if selection else [],
-        "returned_ids": [c.clause_id for c in outcome.returned],
-        "not_found_ids": list(outcome.not_found),
-        "cited_ids": list(outcome.checked.cited_ids),
-        "guard_findings": [
-            {"rule": f.rule, "action": f.action, "excerpt": f.excerpt}
-            for f in outcome.checked.findings
-        ],
-        "limitations": list(outcome.draft.limitations),
-        "facts": facts.public(),
-        "schedule_summary": summary,
-        "timings_ms": outcome.timings_ms,
-        "model_name": outcome.model_name,
-        "draft_writer": outcome.draft.writer,
-    }
-    request = outcome.request
-    updates = {}
-    if facts.schedule is not None and (
-        facts.policy_number != request.conversation_policy_number
-        or facts.line != request.conversation_line
-    ):
-        updates = {"policy_number": facts.policy_number, "line": facts.line}
-    return turn_record_save(fields=fields, conversation_updates=updates, pending_id=pending_id)
+def select_step(
+    request: TurnRequest,
+    facts: Facts,
+    wording: WordingChoice,
+    directory,
+    chooser: ClauseChooser,
+) -> Selection:
+    """The chooser's ids, through the tool schema (≤3, each from the directory)."""
+    context = SelectionContext(facts.line, wording.version_id, facts.history)
+    try:
+        raw = chooser.choose(message=request.message, directory=directory, context=context)
+        return selection_validate(raw, directory)
+    except ClauseModelError as exc:
+        return Selection(
+            raw=(), requested=(), not_in_directory=(), rejected=f"the model failed: {exc}"
+        )
+
+
+def compose_inputs(
+    request: TurnRequest,
+    facts: Facts,
+    wording: WordingChoice,
+    selection: Selection | None,
+    fetch: ClauseFetch | None,
+    assessment: Assessment,
+    content: bool,
+) -> ComposeInputs:
+    return ComposeInputs(
+        message=request.message,
+        facts=facts,
+        wording=wording,
+        selection=selection,
+        fetch=fetch,
+        asks_for_decision=asks_for_decision(request.message),
+        assessment=assessment,
+        has_content=content,
+        pending_reference=PENDING_REFERENCE if assessment.pending_reason is not None else None,
+    )
+
+
+def guard_step(
+    draft: Draft, fetch: ClauseFetch | None, pending_reference: str | None
+) -> CheckedDraft:
+    returned = fetch.returned if fetch is not None else ()
+    return draft_guard(
+        text=draft.text,
+        cited_ids=draft.cited_ids,
+        returned={c.clause_id: c.text for c in returned},
+        answers_question=draft.status is GuidanceStatus.ANSWERED,
+        pending_reference=pending_reference,
+        fallback=fallback_reply(pending_reference),
+    )
+
+
+def turn_record(outcome: TurnOutcome) -> Turn:
+    """The pending question (if any) and the run record, in one transaction."""
+    return turn_record_save(outcome=outcome)

@@ -10,14 +10,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from claims.models import Turn
     from knowledge.clause_store import ClauseFetch, FetchedClause
     from knowledge.selectors import ClauseDirectory
     from schedules.lookup import ScheduleEvidence
 
 MAX_CLAUSES = 3
+# What a draft names the pending question by until the record step, inside
+# the transaction that opens the entry, writes its reference ("PQ-17").
+PENDING_REFERENCE = "PQ-NEW"
 
 
 class ClauseModelError(Exception):
@@ -61,6 +67,9 @@ class TurnRequest:
     # The conversation's confirmed facts as the endpoint loaded them.
     conversation_policy_number: str = ""
     conversation_line: str = ""
+    # Replaces the route step's choice (same line checks): the release gate
+    # replays questions on a candidate version through the same pipeline.
+    pinned_version_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -130,20 +139,34 @@ class Selection:
     scores: dict[str, float] = field(default_factory=dict)
 
 
-class ClauseModel(Protocol):
-    """Selects clause ids from a directory (and may write the draft)."""
+@runtime_checkable
+class ClauseChooser(Protocol):
+    """Names the clause ids needed to answer a message, from the directory."""
 
     name: str
 
-    def select(
+    def choose(
         self, *, message: str, directory: ClauseDirectory, context: SelectionContext
-    ) -> list[str]:
-        """Name the clause ids needed to answer ``message`` (the schema allows 3)."""
+    ) -> Sequence[str]:
+        """Raw ids; the turn keeps at most three, each from the directory."""
         ...
 
-    def compose(self, *, inputs: ComposeInputs) -> str | None:
-        """Write a reply draft, or return None to use the grounded composer."""
-        ...
+
+@runtime_checkable
+class DraftWriter(Protocol):
+    """Writes the reply draft of a turn from what the turn assessed and fetched."""
+
+    name: str
+
+    def write(self, *, inputs: ComposeInputs) -> Draft: ...
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """The turn's guidance status and, if staff must take over, why (assessed once)."""
+
+    status: GuidanceStatus
+    pending_reason: PendingReason | None
 
 
 @dataclass(frozen=True)
@@ -154,7 +177,11 @@ class ComposeInputs:
     selection: Selection | None
     fetch: ClauseFetch | None
     asks_for_decision: bool
+    assessment: Assessment
     has_content: bool = True
+    # Set when the turn will open a pending question: the placeholder the
+    # record step replaces with the entry's reference (``PENDING_REFERENCE``).
+    pending_reference: str | None = None
 
 
 @dataclass(frozen=True)
@@ -196,3 +223,21 @@ class TurnOutcome:
     checked: CheckedDraft
     timings_ms: dict[str, float]
     model_name: str
+    fetch_detail: str = ""  # why the store returned nothing, for the pending question
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    outcome: TurnOutcome
+    turn: Turn
+
+
+@dataclass(frozen=True)
+class StepEvent:
+    """One step of a turn starting (``phase="start"``) or ending (``"end"``)."""
+
+    step: str
+    label: str  # plain words for the customer: "Reading your policy wording"
+    phase: Literal["start", "end"]
+    duration_ms: float | None = None
+    payload: dict[str, Any] = field(default_factory=dict)

@@ -9,9 +9,11 @@ from __future__ import annotations
 from claims.agent.types import Facts, WordingChoice
 
 
-def turn_wording_choose(facts: Facts) -> WordingChoice:
+def turn_wording_choose(facts: Facts, *, pinned_version_id: int | None = None) -> WordingChoice:
     if facts.schedule is None or not facts.line:
         return WordingChoice(kind="line_unconfirmed", reason="The product line is not confirmed.")
+    if pinned_version_id is not None:
+        return _pinned(facts, pinned_version_id)
     from knowledge.selectors import approved_release_windows
     from schedules.routing import WordingRouteError, wording_route
 
@@ -43,4 +45,38 @@ def turn_wording_choose(facts: Facts) -> WordingChoice:
         version_id=route.version_id,
         document_id=route.document_id,
         label=route.label,
+    )
+
+
+def _pinned(facts: Facts, version_id: int) -> WordingChoice:
+    """A version named by the caller (the release gate's candidate), with the line checks.
+
+    It must be an ingested version of the confirmed line's document; its
+    window and channels are not checked, since a candidate is not yet released.
+    """
+    from knowledge.models import WordingVersion
+
+    version = WordingVersion.objects.select_related("document").filter(pk=version_id).first()
+    if version is None or version.status != WordingVersion.Status.INGESTED:
+        return WordingChoice(
+            kind="not_routable",
+            reason_code="pinned_version_unusable",
+            reason=f"The pinned wording version {version_id} is not an ingested version.",
+        )
+    if version.document.line != facts.line:
+        return WordingChoice(
+            kind="not_routable",
+            reason_code="pinned_version_other_line",
+            reason=(
+                f"The pinned wording version {version.document.document_id} {version.label} "
+                f"is for the {version.document.line} line, not {facts.line}."
+            ),
+        )
+    return WordingChoice(
+        kind="routed",
+        version_id=version.pk,
+        document_id=version.document.document_id,
+        label=version.label,
+        reason_code="pinned",
+        reason="Pinned by the caller.",
     )

@@ -10,7 +10,7 @@ from claims.agent.selection import (
     KeywordBaselineModel,
     selection_model,
 )
-from claims.agent.types import MAX_CLAUSES
+from claims.agent.types import MAX_CLAUSES, ClauseChooser, DraftWriter
 
 from .conftest import FakeSource, context
 
@@ -31,7 +31,7 @@ def hybrid(source):
     ],
 )
 def test_hybrid_understands_the_customers_words(hybrid, directory, message, clause_id):
-    selected = hybrid.select(message=message, directory=directory, context=context())
+    selected = hybrid.choose(message=message, directory=directory, context=context())
     assert clause_id in selected
 
 
@@ -45,11 +45,11 @@ def test_hybrid_understands_the_customers_words(hybrid, directory, message, clau
     ],
 )
 def test_hybrid_selects_nothing_when_no_clause_answers(hybrid, directory, message):
-    assert hybrid.select(message=message, directory=directory, context=context()) == []
+    assert hybrid.choose(message=message, directory=directory, context=context()) == []
 
 
 def test_clause_ids_in_the_message_come_first(hybrid, directory):
-    selected = hybrid.select(
+    selected = hybrid.choose(
         message="what does clause COV-02 say? and mtr... I mean SYN-XS-01",
         directory=directory,
         context=context(),
@@ -59,7 +59,7 @@ def test_clause_ids_in_the_message_come_first(hybrid, directory):
 
 def test_follow_up_is_read_with_the_previous_turn(hybrid, directory):
     first = "will you pay for a rental car while mine is repaired?"
-    selected = hybrid.select(
+    selected = hybrid.choose(
         message="and the petrol?",
         directory=directory,
         context=context((first, ("SYN-BEN-03",))),
@@ -68,7 +68,7 @@ def test_follow_up_is_read_with_the_previous_turn(hybrid, directory):
 
 
 def test_a_new_question_after_another_is_not_dragged_back(hybrid, directory):
-    selected = hybrid.select(
+    selected = hybrid.choose(
         message="what's your office address?",
         directory=directory,
         context=context(("will you pay for a rental car?", ("SYN-BEN-03",))),
@@ -83,7 +83,7 @@ def test_a_referenced_clause_can_fill_a_free_slot(source, directory):
         index_source=source,
         params=HybridParams(keep_cosine=2.0, keep_bm25=1e9, reference_cosine=-1.0),
     )
-    selected = model.select(
+    selected = model.choose(
         message="MTR hire car while my car is repaired", directory=directory, context=context()
     )
     assert selected == ["SYN-BEN-03", "SYN-COV-01"]
@@ -102,11 +102,12 @@ def test_every_selector_names_at_most_three_directory_ids(name, source, director
         "is it a write-off, how do I claim, can I cancel, SYN-COV-01 SYN-COV-02 SYN-BEN-05 "
         "SYN-XS-01"
     )
-    selected = model.select(message=message, directory=directory, context=context())
+    selected = model.choose(message=message, directory=directory, context=context())
     known = {e.clause_id for e in directory.entries}
     assert 0 < len(selected) <= MAX_CLAUSES
     assert set(selected) <= known
-    assert model.compose(inputs=None) is None
+    # A selector only chooses: the grounded composer writes the draft.
+    assert isinstance(model, ClauseChooser) and not isinstance(model, DraftWriter)
 
 
 def test_baseline_scores_title_hits_four_times_body_hits(source, directory):
@@ -114,14 +115,14 @@ def test_baseline_scores_title_hits_four_times_body_hits(source, directory):
     scores = model.scores(message="windscreen", directory=directory)
     # title once (x4) + body once
     assert scores["SYN-COV-04"] == 5.0
-    assert model.select(message="rental", directory=directory, context=context()) == []
+    assert model.choose(message="rental", directory=directory, context=context()) == []
 
 
 def test_the_index_is_built_once_per_version_not_per_turn(directory):
     source = FakeSource(embedded=False)  # no stored vectors: embedded once, at first use
     model = HybridModel(index_source=source)
     for message in ("hire car", "windscreen", "excess", "total loss"):
-        model.select(message=message, directory=directory, context=context())
+        model.choose(message=message, directory=directory, context=context())
     assert source.calls == 1
 
 

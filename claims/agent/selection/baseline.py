@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from claims.agent.types import MAX_CLAUSES, ComposeInputs, SelectionContext
+from claims.agent.types import MAX_CLAUSES, SelectionContext
 
 if TYPE_CHECKING:
     from knowledge.selectors import ClauseDirectory
@@ -81,7 +81,7 @@ class KeywordBaselineModel:
             )
         return scores
 
-    def select(
+    def choose(
         self, *, message: str, directory: ClauseDirectory, context: SelectionContext
     ) -> list[str]:
         scores = self.scores(message=message, directory=directory)
@@ -90,6 +90,3 @@ class KeywordBaselineModel:
             (cid for cid, s in scores.items() if s > 0), key=lambda c: (-scores[c], order[c])
         )
         return ranked[:MAX_CLAUSES]
-
-    def compose(self, *, inputs: ComposeInputs) -> str | None:
-        return None

@@ -2,8 +2,8 @@
 
 Each model reads the version's index from the in-process cache (built once per
 version, see ``index.py``), scores the directory's clauses against the
-message, and names at most three ids. None of them writes the draft: ``compose``
-returns None so the grounded composer does.
+message, and names at most three ids. Each is a ``ClauseChooser`` only: the
+draft is written by a ``DraftWriter`` (the grounded composer by default).
 
 Thresholds were calibrated on the customer-question inventories
 (``knowledge/content/inventory/*.yaml``) through the claim endpoint; the
@@ -30,7 +30,7 @@ from claims.agent.selection.index import (
     passage_embeddings,
 )
 from claims.agent.selection.lexicon import expand
-from claims.agent.types import MAX_CLAUSES, ComposeInputs, PriorTurn, SelectionContext
+from claims.agent.types import MAX_CLAUSES, PriorTurn, SelectionContext
 
 if TYPE_CHECKING:
     from knowledge.selectors import ClauseDirectory
@@ -133,9 +133,6 @@ class _IndexedModel:
         np.maximum.at(best, owner, matrix @ vector)
         return best
 
-    def compose(self, *, inputs: ComposeInputs) -> str | None:
-        return None
-
 
 class Bm25Model(_IndexedModel):
     """BM25 (bm25s) over title (weighted) and body, Snowball stems, a threshold."""
@@ -144,7 +141,7 @@ class Bm25Model(_IndexedModel):
     minimum = 2.0
     relative = 0.5
 
-    def select(
+    def choose(
         self, *, message: str, directory: ClauseDirectory, context: SelectionContext
     ) -> list[str]:
         index = self._index(directory)
@@ -159,7 +156,7 @@ class EmbeddingModel(_IndexedModel):
     minimum = 0.30
     relative = 0.85
 
-    def select(
+    def choose(
         self, *, message: str, directory: ClauseDirectory, context: SelectionContext
     ) -> list[str]:
         index = self._index(directory)
@@ -256,7 +253,7 @@ class HybridModel(_IndexedModel):
         super().__init__(index_source=index_source, embedder=embedder)
         self.params = params or HybridParams()
 
-    def select(
+    def choose(
         self, *, message: str, directory: ClauseDirectory, context: SelectionContext
     ) -> list[str]:
         return list(self.explain(message=message, directory=directory, context=context).selected)

@@ -1,0 +1,113 @@
+"""The one registry of clause choosers and draft writers.
+
+``chooser()`` is the configured ``ClauseChooser`` (setting
+``CLAIM_AGENT_MODEL``: a name in ``CHOOSERS``, default ``"hybrid"``, or the
+dotted path of a class, such as an LLM adapter or a test fake);
+``chooser("baseline")`` is the one the evaluation compares it with.
+``writer()`` is the configured ``DraftWriter``: the configured chooser when it
+also writes (an LLM adapter implements both protocols), else the grounded
+composer.
+
+Named instances are built on first use and shared: they hold no per-turn
+state, and each builds its own features (indexes, embeddings) lazily, on
+the first turn that uses it. A dotted path is built per call, since such a
+class may read its settings when it is made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from claims.agent.types import ClauseChooser, DraftWriter
+
+DEFAULT_CHOOSER = "hybrid"
+DEFAULT_WRITER = "grounded"
+
+
+def _baseline() -> ClauseChooser:
+    from claims.agent.selection.baseline import KeywordBaselineModel
+
+    return KeywordBaselineModel()
+
+
+def _bm25() -> ClauseChooser:
+    from claims.agent.selection.models import Bm25Model
+
+    return Bm25Model()
+
+
+def _embedding() -> ClauseChooser:
+    from claims.agent.selection.models import EmbeddingModel
+
+    return EmbeddingModel()
+
+
+def _hybrid() -> ClauseChooser:
+    from claims.agent.selection.models import HybridModel
+
+    return HybridModel()
+
+
+def _grounded() -> DraftWriter:
+    from claims.agent.compose import GroundedComposer
+
+    return GroundedComposer()
+
+
+# The offline selectors, in the order the evaluation reports them.
+CHOOSERS: dict[str, Callable[[], ClauseChooser]] = {
+    "baseline": _baseline,
+    "bm25": _bm25,
+    "embedding": _embedding,
+    "hybrid": _hybrid,
+}
+WRITERS: dict[str, Callable[[], DraftWriter]] = {"grounded": _grounded}
+
+_choosers: dict[str, ClauseChooser] = {}
+_writers: dict[str, DraftWriter] = {}
+
+
+def _configured() -> str:
+    from django.conf import settings
+
+    return getattr(settings, "CLAIM_AGENT_MODEL", "") or DEFAULT_CHOOSER
+
+
+def _from_path(path: str):
+    from django.utils.module_loading import import_string
+
+    return import_string(path)()
+
+
+def chooser(name: str | None = None) -> ClauseChooser:
+    """The chooser called ``name``; None means the ``CLAIM_AGENT_MODEL`` setting."""
+    name = name or _configured()
+    if "." in name:
+        return _from_path(name)
+    if name not in CHOOSERS:
+        raise ValueError(f"Unknown clause selector {name!r}; choose one of {', '.join(CHOOSERS)}.")
+    found = _choosers.get(name)
+    if found is None:
+        found = _choosers.setdefault(name, CHOOSERS[name]())
+    return found
+
+
+def writer(name: str | None = None, *, chooser_in_use: ClauseChooser | None = None) -> DraftWriter:
+    """The writer called ``name``; None means the configured chooser if it writes.
+
+    Pass the chooser the turn uses as ``chooser_in_use`` so that an adapter
+    built from a dotted path is not built twice.
+    """
+    if name is None:
+        configured = chooser_in_use if chooser_in_use is not None else chooser()
+        if isinstance(configured, DraftWriter):
+            return configured
+        name = DEFAULT_WRITER
+    if "." in name:
+        return _from_path(name)
+    if name not in WRITERS:
+        raise ValueError(f"Unknown draft writer {name!r}; choose one of {', '.join(WRITERS)}.")
+    found = _writers.get(name)
+    if found is None:
+        found = _writers.setdefault(name, WRITERS[name]())
+    return found
