@@ -17,11 +17,11 @@ from django.utils.html import format_html
 
 from claims.models import Conversation, PendingQuestion, Turn
 from claims.services import (
-    PendingQuestionError,
     pending_question_answer,
     pending_question_dismiss,
     pending_question_take,
 )
+from northwind.admin_errors import service_call
 from northwind.admin_history import ReadOnlyHistoryAdmin
 
 
@@ -210,21 +210,18 @@ class PendingQuestionAdmin(ReadOnlyHistoryAdmin):
     def take_view(self, request, pk: int):
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
-        try:
+        with service_call(request) as call:
             entry = pending_question_take(entry_id=pk, acting_user=request.user)
+        if call.ok:
             self.message_user(request, f"{entry.reference} is yours.", messages.SUCCESS)
-        except PendingQuestionError as exc:
-            self.message_user(request, str(exc), messages.ERROR)
         return self._back(pk)
 
     @admin.action(description="Take the selected entries")
     def take_selected(self, request, queryset):
         taken = []
         for entry in queryset.order_by("pk"):
-            try:
+            with service_call(request):
                 taken.append(pending_question_take(entry_id=entry.pk, acting_user=request.user))
-            except PendingQuestionError as exc:
-                self.message_user(request, str(exc), messages.ERROR)
         if taken:
             names = ", ".join(e.reference for e in taken)
             self.message_user(request, f"Yours now: {names}.", messages.SUCCESS)
@@ -236,12 +233,11 @@ class PendingQuestionAdmin(ReadOnlyHistoryAdmin):
             return HttpResponseRedirect(reverse("admin:claims_pendingquestion_changelist"))
         form = form_class(request.POST or None)
         if request.method == "POST" and form.is_valid():
-            try:
+            with service_call(request) as call:
                 act(entry, form.cleaned_data)
+            if call.ok:
                 self.message_user(request, f"{entry.reference}: done.", messages.SUCCESS)
                 return self._back(pk)
-            except PendingQuestionError as exc:
-                self.message_user(request, str(exc), messages.ERROR)
         context = {
             **self.admin_site.each_context(request),
             "title": f"{title} {entry.reference}",

@@ -10,13 +10,16 @@ from django.utils import timezone
 from claims.agent.types import PENDING_REFERENCE
 from claims.masking import personal_data_mask
 from claims.models import Conversation, PendingQuestion, Turn
+from northwind.errors import PermissionDenied, ServiceError
 
 if TYPE_CHECKING:
     from claims.agent.types import TurnOutcome
 
 
-class PendingQuestionError(Exception):
+class PendingQuestionError(ServiceError):
     """A queue action that is not allowed in the entry's current state."""
+
+    code = "pending_question_refused"
 
 
 def conversation_create(*, client, channel: str = "web", policy_number: str = "") -> Conversation:
@@ -61,7 +64,7 @@ def _locked_open(entry_id: int) -> PendingQuestion:
 
 def _check_queue_permission(user) -> None:
     if not user.has_perm("claims.change_pendingquestion"):
-        raise PendingQuestionError("You do not have permission to work the pending-answers queue.")
+        raise PermissionDenied("You do not have permission to work the pending-answers queue.")
 
 
 @transaction.atomic

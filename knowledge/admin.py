@@ -31,7 +31,6 @@ from knowledge.services.ingestion import (
     wording_version_discard,
 )
 from knowledge.services.releases import (
-    ReleaseError,
     release_approve,
     release_cancel,
     release_reject,
@@ -40,6 +39,7 @@ from knowledge.services.releases import (
 )
 from knowledge.storage import object_read_once
 from knowledge.tasks import wording_version_ingest_task
+from northwind.admin_errors import service_call
 from northwind.admin_history import ReadOnlyHistoryAdmin
 
 
@@ -325,13 +325,11 @@ class WordingVersionAdmin(ReadOnlyHistoryAdmin):
     @admin.action(description="Request a release of the selected versions", permissions=["request"])
     def request_release(self, request, queryset):
         for version in queryset:
-            try:
+            with service_call(request, subject=str(version)) as call:
                 release_request(
                     version_id=version.pk, acting_user=request.user, reason=_reason(request)
                 )
-            except ReleaseError as exc:
-                self.message_user(request, f"{version}: {exc}", messages.ERROR)
-            else:
+            if call.ok:
                 self.message_user(request, f"{version}: release requested.")
 
     @admin.action(
@@ -340,13 +338,11 @@ class WordingVersionAdmin(ReadOnlyHistoryAdmin):
     )
     def discard(self, request, queryset):
         for version in queryset.order_by("pk"):
-            try:
+            with service_call(request, subject=str(version)) as call:
                 wording_version_discard(
                     version_id=version.pk, acting_user=request.user, reason=_reason(request)
                 )
-            except WordingError as exc:
-                self.message_user(request, f"{version}: {exc}", messages.ERROR)
-            else:
+            if call.ok:
                 self.message_user(request, f"{version}: discarded; its clause ids are free again.")
 
     @admin.action(description="Ingest the selected versions again", permissions=["ingest"])
@@ -465,11 +461,9 @@ class ReleaseAdmin(ReadOnlyHistoryAdmin):
 
     def _run(self, request, queryset, service, done: str, **kwargs) -> None:
         for release in queryset.order_by("pk"):
-            try:
+            with service_call(request, subject=f"Release {release.pk}") as call:
                 service(release_id=release.pk, acting_user=request.user, **kwargs)
-            except ReleaseError as exc:
-                self.message_user(request, f"Release {release.pk}: {exc}", messages.ERROR)
-            else:
+            if call.ok:
                 self.message_user(request, f"Release {release.pk} ({release.version}): {done}.")
 
     @admin.action(description="Approve the selected releases", permissions=["decide"])

@@ -7,6 +7,7 @@ an id the version does not have.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 from collections.abc import Sequence
@@ -19,12 +20,16 @@ from knowledge.storage import object_read_once
 
 logger = logging.getLogger(__name__)
 
+
 # The clauses of one turn (at most three) are read at the same time: on S3 each
 # read is a round trip, and in sequence they were most of a turn's time
 # (bench_turns on PostgreSQL + S3: resolve p50 55 ms for three clauses). The
 # threads are kept, so each keeps its storage connection (django-storages'
-# S3Storage holds one per thread).
-_READERS = ThreadPoolExecutor(max_workers=3, thread_name_prefix="clause-store")
+# S3Storage holds one per thread). The pool starts on the first fetch, not at
+# import: a Celery worker forking after import would inherit dead threads.
+@functools.cache
+def _readers() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=3, thread_name_prefix="clause-store")
 
 
 @dataclass(frozen=True)
@@ -79,7 +84,7 @@ class StorageClauseStore:
         not_found = tuple(c for c in wanted if c not in by_id)
 
         rows = [by_id[c] for c in wanted if c in by_id]
-        reads = [_READERS.submit(object_read_once, row.storage_key) for row in rows]
+        reads = [_readers().submit(object_read_once, row.storage_key) for row in rows]
         returned = []
         for row, read in zip(rows, reads, strict=True):
             clause_id = row.clause_id

@@ -38,15 +38,8 @@ Usage::
 from __future__ import annotations
 
 import functools
-import os
-
-# Must happen before any Hugging Face library (tokenizers pulls huggingface_hub)
-# is imported: nothing here may ever reach the Hub.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-
 import importlib.util
+import os
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 

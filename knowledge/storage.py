@@ -14,6 +14,8 @@ from typing import TypeVar
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
+from northwind.errors import ServiceUnavailable
+
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -24,8 +26,10 @@ STORAGE_ATTEMPTS = 3
 STORAGE_BACKOFF_SECONDS = 0.5
 
 
-class StorageUnavailable(Exception):
+class StorageUnavailable(ServiceUnavailable):
     """Object storage did not answer after the bounded retries."""
+
+    code = "storage_unavailable"
 
 
 def storage_call(fn: Callable[[], T], *, what: str) -> T:

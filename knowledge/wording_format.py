@@ -50,7 +50,7 @@ BARE_LABELS = {
 
 
 @dataclass(frozen=True)
-class WordingError:
+class WordingProblem:
     line: int | None
     message: str
 
@@ -100,7 +100,7 @@ class IdHistory:
 class ParsedWording:
     title: str
     clauses: list[ParsedClause] = field(default_factory=list)
-    errors: list[WordingError] = field(default_factory=list)
+    errors: list[WordingProblem] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -133,7 +133,7 @@ def wording_parse(source: str, *, line: str, history: IdHistory | None = None) -
     prefix = LINE_PREFIXES[line]
     sections = _coverage_sections(line)
     lines = source.splitlines()
-    errors: list[WordingError] = []
+    errors: list[WordingProblem] = []
 
     title = ""
     starts: list[int] = []  # 0-based indexes of "## " lines
@@ -146,7 +146,7 @@ def wording_parse(source: str, *, line: str, history: IdHistory | None = None) -
         return ParsedWording(
             title=title,
             errors=[
-                WordingError(None, "no clauses: a clause starts with '## <CLAUSE-ID> - <title>'")
+                WordingProblem(None, "no clauses: a clause starts with '## <CLAUSE-ID> - <title>'")
             ],
         )
 
@@ -159,7 +159,7 @@ def wording_parse(source: str, *, line: str, history: IdHistory | None = None) -
             continue
         if clause.clause_id in first_seen:
             errors.append(
-                WordingError(
+                WordingProblem(
                     clause.heading_line,
                     f"duplicate clause id {clause.clause_id} "
                     f"(first used at line {first_seen[clause.clause_id]})",
@@ -174,7 +174,7 @@ def wording_parse(source: str, *, line: str, history: IdHistory | None = None) -
         for ref in clause.refers_to:
             if ref not in ids:
                 errors.append(
-                    WordingError(
+                    WordingProblem(
                         _line_of(lines, clause, ref),
                         f"{clause.clause_id} refers to {ref}, which is not in this version",
                     )
@@ -198,20 +198,20 @@ def _clause_parse(
     position: int,
     prefix: str,
     sections: dict[str, str],
-    errors: list[WordingError],
+    errors: list[WordingProblem],
 ) -> ParsedClause | None:
     heading_no = start + 1
     heading = HEADING_RE.match(lines[start])
     if heading is None:
         errors.append(
-            WordingError(heading_no, "a clause heading must read '## <CLAUSE-ID> - <title>'")
+            WordingProblem(heading_no, "a clause heading must read '## <CLAUSE-ID> - <title>'")
         )
         return None
     clause_id, title = heading["id"], heading["title"]
     match = CLAUSE_ID_RE.match(clause_id)
     if match is None or match["seg"] not in SEGMENTS:
         errors.append(
-            WordingError(
+            WordingProblem(
                 heading_no,
                 f"clause id {clause_id!r} does not match {prefix}-<SEG>-<NN> "
                 f"(SEG one of {', '.join(SEGMENTS)}; NN two digits)",
@@ -219,7 +219,7 @@ def _clause_parse(
         )
     elif match["prefix"] != prefix:
         errors.append(
-            WordingError(
+            WordingProblem(
                 heading_no,
                 f"clause id {clause_id} has prefix {match['prefix']}; "
                 f"this line's prefix is {prefix}",
@@ -227,7 +227,7 @@ def _clause_parse(
         )
     problem = title_problem(title)
     if problem:
-        errors.append(WordingError(heading_no, problem))
+        errors.append(WordingProblem(heading_no, problem))
 
     metadata: dict[str, tuple[str, int]] = {}
     index = start + 1
@@ -236,7 +236,7 @@ def _clause_parse(
         key = meta["key"].strip().lower() if meta else None
         if key not in METADATA_KEYS:
             errors.append(
-                WordingError(
+                WordingProblem(
                     index + 1,
                     "metadata lines come right after the heading as 'Key: value' "
                     f"({', '.join(METADATA_KEYS.values())}) and end with a blank line; "
@@ -244,24 +244,24 @@ def _clause_parse(
                 )
             )
         elif key in metadata:
-            errors.append(WordingError(index + 1, f"{METADATA_KEYS[key]} is given twice"))
+            errors.append(WordingProblem(index + 1, f"{METADATA_KEYS[key]} is given twice"))
         else:
             metadata[key] = (meta["value"], index + 1)
         index += 1
 
     kind, kind_line = metadata.get("kind", ("", heading_no))
     if not kind:
-        errors.append(WordingError(heading_no, f"{clause_id} has no 'Kind:' line"))
+        errors.append(WordingProblem(heading_no, f"{clause_id} has no 'Kind:' line"))
     elif kind not in Clause.Kind.values:
         errors.append(
-            WordingError(
+            WordingProblem(
                 kind_line, f"unknown Kind {kind!r}; one of {', '.join(Clause.Kind.values)}"
             )
         )
     visibility, visibility_line = metadata.get("visibility", (Clause.Visibility.CUSTOMER, 0))
     if visibility not in Clause.Visibility.values:
         errors.append(
-            WordingError(
+            WordingProblem(
                 visibility_line, f"unknown Visibility {visibility!r}; customer or internal"
             )
         )
@@ -269,7 +269,7 @@ def _clause_parse(
     if "schedule section" in metadata and section not in sections:
         known = ", ".join(sections) or "none for this line"
         errors.append(
-            WordingError(section_line, f"unknown Schedule section {section!r}; known: {known}")
+            WordingProblem(section_line, f"unknown Schedule section {section!r}; known: {known}")
         )
 
     body_lines = lines[index:end]
@@ -278,20 +278,20 @@ def _clause_parse(
     body = "\n".join(body_lines).strip()
     last = index + len(body_lines)  # exclusive, 0-based
     if not body:
-        errors.append(WordingError(heading_no, f"{clause_id} has no text"))
+        errors.append(WordingProblem(heading_no, f"{clause_id} has no text"))
 
     flat = re.sub(r"\s+", " ", body).lower()
     says_schedule = SCHEDULE_PHRASE in flat
     if says_schedule and not section:
         errors.append(
-            WordingError(
+            WordingProblem(
                 _phrase_line(lines, index, last) or heading_no,
                 f"{clause_id} says '{SCHEDULE_PHRASE}' but has no 'Schedule section:' line",
             )
         )
     if section and not says_schedule:
         errors.append(
-            WordingError(
+            WordingProblem(
                 section_line or heading_no,
                 f"{clause_id} has 'Schedule section: {section}' but its text does not say "
                 f"'{SCHEDULE_PHRASE} ...'",
@@ -301,7 +301,7 @@ def _clause_parse(
     text = "\n".join(lines[start:last]).rstrip()
     if len(text) > MAX_CLAUSE_CHARS:
         errors.append(
-            WordingError(
+            WordingProblem(
                 heading_no,
                 f"{clause_id} is {len(text)} characters long; the most is {MAX_CLAUSE_CHARS} "
                 "(split it into clauses)",
@@ -337,7 +337,7 @@ def _phrase_line(lines: list[str], start: int, end: int) -> int | None:
     return None
 
 
-def _append_only_errors(clauses: list[ParsedClause], history: IdHistory) -> list[WordingError]:
+def _append_only_errors(clauses: list[ParsedClause], history: IdHistory) -> list[WordingProblem]:
     """Ids are only appended: never reused after a drop, new ones numbered past the old."""
     errors = []
     highest: dict[tuple[str, str], int] = {}
@@ -351,7 +351,7 @@ def _append_only_errors(clauses: list[ParsedClause], history: IdHistory) -> list
             continue
         if clause.clause_id in history.ever:
             errors.append(
-                WordingError(
+                WordingProblem(
                     clause.heading_line,
                     f"{clause.clause_id} was dropped before (it is not in "
                     f"{history.latest_label or 'the latest version'}); a dropped id is never "
@@ -365,7 +365,7 @@ def _append_only_errors(clauses: list[ParsedClause], history: IdHistory) -> list
         top = highest.get((match["prefix"], match["seg"]), 0)
         if int(match["nn"]) <= top:
             errors.append(
-                WordingError(
+                WordingProblem(
                     clause.heading_line,
                     f"{clause.clause_id} is a new id but earlier versions already went up to "
                     f"{match['prefix']}-{match['seg']}-{top:02d}; new ids are only appended "

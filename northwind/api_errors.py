@@ -1,6 +1,11 @@
-"""One error shape for the REST API: JSON, with a status a client can act on."""
+"""One error shape for the REST API: JSON, with a status a client can act on.
 
-from django.core.exceptions import RequestDataTooBig
+Service errors (``northwind.errors``) are translated here and nowhere else in
+the API: a ``ServiceError`` is 400, a ``ServiceUnavailable`` 503, Django's
+``PermissionDenied`` 403, each with ``{"detail", "code"}``.
+"""
+
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import JsonResponse
 from django.views import defaults
 from rest_framework import status
@@ -8,6 +13,8 @@ from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+
+from northwind.errors import ServiceError, ServiceUnavailable, error_body
 
 
 class StrictJSONParser(JSONParser):
@@ -25,12 +32,19 @@ class StrictJSONParser(JSONParser):
 
 
 def exception_handler(exc, context):
-    """Answer a too-large body with 413 instead of a server error."""
+    """DRF's handler, plus service errors, refusals and a too-large body."""
     if isinstance(exc, RequestDataTooBig):
         return Response(
             {"detail": "The request body is too large."},
             status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
         )
+    if isinstance(exc, ServiceUnavailable):
+        return Response(error_body(exc), status=status.HTTP_503_SERVICE_UNAVAILABLE)
+    if isinstance(exc, ServiceError):
+        return Response(error_body(exc), status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, PermissionDenied):
+        # DRF's own handler answers 403 too, but drops the message.
+        return Response(error_body(exc), status=status.HTTP_403_FORBIDDEN)
     return drf_exception_handler(exc, context)
 
 

@@ -20,6 +20,7 @@ from typing import Any, Literal, Protocol
 from django.conf import settings
 from django.utils.module_loading import import_string
 
+from northwind.errors import ServiceUnavailable
 from schedules.validators import policy_number_is_valid, policy_number_normalize
 
 DEFAULT_SCHEDULE_SOURCE = "schedules.lookup.DatabaseScheduleSource"
@@ -90,8 +91,10 @@ class ScheduleSource(Protocol):
     def lookup(self, policy_number: str) -> ScheduleLookup: ...
 
 
-class ScheduleSourceError(RuntimeError):
+class ScheduleSourceError(ServiceUnavailable):
     """The source could not be asked (an outage), as opposed to "no such policy"."""
+
+    code = "schedule_source_unavailable"
 
 
 def _invalid(policy_number: str) -> ScheduleLookup:

@@ -17,6 +17,8 @@ from datetime import date, datetime
 from itertools import pairwise
 from typing import Literal, Protocol
 
+from northwind.errors import ServiceError
+
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
@@ -52,8 +54,10 @@ REASON_CODES = (
 )
 
 
-class WordingRouteError(ValueError):
+class WordingRouteError(ServiceError):
     """Input the router cannot judge: a bad date or type, or overlapping windows."""
+
+    code = "route_input_invalid"
 
 
 def _as_date(value: object, name: str) -> date:

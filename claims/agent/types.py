@@ -12,6 +12,8 @@ from datetime import date, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from northwind.errors import ServiceUnavailable
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -26,8 +28,10 @@ MAX_CLAUSES = 3
 PENDING_REFERENCE = "PQ-NEW"
 
 
-class ClauseModelError(Exception):
+class ClauseModelError(ServiceUnavailable):
     """The model could not answer (server down, malformed reply): the turn says so."""
+
+    code = "model_unavailable"
 
 
 class GuidanceStatus(StrEnum):

@@ -8,7 +8,6 @@ from pathlib import Path
 import yaml
 from django.conf import settings
 
-INVENTORY_DIR = Path(settings.BASE_DIR) / "knowledge" / "content" / "inventory"
 LINES = ("motor", "home", "contents")
 
 
@@ -33,10 +32,16 @@ class Inventory:
     questions: tuple[Question, ...]
 
 
+def inventory_dir() -> Path:
+    """Where the inventories live (read when asked, never at import)."""
+    return Path(settings.BASE_DIR) / "knowledge" / "content" / "inventory"
+
+
 def inventories_load(
-    *, lines: tuple[str, ...] = LINES, directory: Path = INVENTORY_DIR
+    *, lines: tuple[str, ...] = LINES, directory: Path | None = None
 ) -> list[Inventory]:
     """Every line's inventory, questions in file order (parents before follow-ups)."""
+    directory = directory or inventory_dir()
     out = []
     for line in lines:
         data = yaml.safe_load((directory / f"{line}.yaml").read_text(encoding="utf-8"))

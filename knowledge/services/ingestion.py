@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 from simple_history.utils import bulk_create_with_history
@@ -25,14 +25,21 @@ from simple_history.utils import bulk_create_with_history
 from knowledge.models import DOCUMENT_LINES, Channel, Clause, WordingDocument, WordingVersion
 from knowledge.storage import StorageUnavailable, object_read, object_write_once
 from knowledge.wording_format import IdHistory, ParsedWording, wording_parse
+from northwind.errors import PermissionDenied, ServiceError
 
 logger = logging.getLogger(__name__)
 
 LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")
 
 
-class WordingError(Exception):
-    """A wording version cannot be created as asked; the message says why."""
+class WordingError(ServiceError):
+    """A wording version cannot be created as asked; the message says why.
+
+    Not to be confused with ``WordingProblem``: one line-numbered finding of
+    the parser, many of which are stored on a failed version.
+    """
+
+    code = "wording_refused"
 
 
 @dataclass(frozen=True)
@@ -432,7 +439,7 @@ def wording_version_discard(*, version_id: int, acting_user, reason: str) -> Wor
     from knowledge.models import Release
 
     if not acting_user.has_perm("knowledge.change_wordingversion"):
-        raise WordingError("You do not have permission to discard wording versions.")
+        raise PermissionDenied("You do not have permission to discard wording versions.")
     if not reason.strip():
         raise WordingError("Say why the version is discarded.")
     with transaction.atomic():

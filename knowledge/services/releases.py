@@ -19,15 +19,18 @@ from django.db import transaction
 from django.utils import timezone
 
 from knowledge.models import Release, WordingDocument, WordingVersion
+from northwind.errors import PermissionDenied, ServiceError
 
 
-class ReleaseError(Exception):
+class ReleaseError(ServiceError):
     """A release transition was refused; the message says why."""
+
+    code = "release_refused"
 
 
 def _require(user: AbstractBaseUser, perm: str, doing: str) -> None:
     if user is None or not user.is_active or not user.has_perm(perm):
-        raise ReleaseError(f"You do not have permission to {doing}.")
+        raise PermissionDenied(f"You do not have permission to {doing}.")
 
 
 def windows_overlap(a_from: date, a_to: date | None, b_from: date, b_to: date | None) -> bool:

@@ -2,6 +2,7 @@
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
 
 from claims.models import PendingQuestion
 from claims.services import PendingQuestionError, pending_question_answer, pending_question_take
@@ -106,7 +107,7 @@ def test_an_entry_taken_by_someone_else_cannot_be_taken(entry):
 
 def test_staff_without_the_queue_permission_cannot_work_it(entry):
     editor = get_user_model().objects.get(username="demo-editor")
-    with pytest.raises(PendingQuestionError, match="permission"):
+    with pytest.raises(PermissionDenied, match="permission"):
         pending_question_take(entry_id=entry.pk, acting_user=editor)
 
 

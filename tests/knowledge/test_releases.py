@@ -6,6 +6,7 @@ import threading
 from datetime import date
 
 import pytest
+from django.core.exceptions import PermissionDenied
 from django.db import connection
 
 from knowledge.models import Release
@@ -56,10 +57,10 @@ def test_approving_your_own_release_is_refused(users):
 @pytest.mark.django_db
 def test_roles_are_checked_in_the_services(users):
     version = ingested_version(SMALL)
-    with pytest.raises(ReleaseError, match="You do not have permission to request releases"):
+    with pytest.raises(PermissionDenied, match="You do not have permission to request releases"):
         release_request(version_id=version.pk, acting_user=users["approver"])
     release = release_request(version_id=version.pk, acting_user=users["editor"])
-    with pytest.raises(ReleaseError, match="You do not have permission to approve releases"):
+    with pytest.raises(PermissionDenied, match="You do not have permission to approve releases"):
         release_approve(release_id=release.pk, acting_user=users["editor2"])
 
 
