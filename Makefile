@@ -9,7 +9,7 @@ PORT   ?= 8000
 STAMP  := $(VENV)/.installed-stamp
 export PORT
 
-.PHONY: install demo serve test lint format schema clean
+.PHONY: install demo serve test test-browser lint format schema clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed; set PYTHON=python3.11 (found " + sys.version.split()[0] + ")")'
@@ -31,6 +31,10 @@ serve: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# Only the browser tests (tests/browser/): Debian's Chromium driven by Playwright.
+test-browser: $(STAMP)
+	$(BIN)/python -m pytest -m browser tests/browser
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -33,8 +33,28 @@ def _service_missing(marker: str) -> str | None:
     return None
 
 
+def chromium_path() -> Path:
+    """Debian's Chromium, which the browser tests drive (never a downloaded build)."""
+    return Path(os.environ.get("NORTHWIND_CHROMIUM", "/usr/bin/chromium"))
+
+
+def _browser_missing() -> str | None:
+    import importlib.util
+
+    if importlib.util.find_spec("playwright") is None:
+        return "the playwright package is not installed (pip install -e '.[dev]')"
+    if not chromium_path().is_file():
+        return f"Chromium is not at {chromium_path()} (apt-get install chromium)"
+    return None
+
+
 def pytest_collection_modifyitems(config, items):
+    browser_missing = None
+    if any(item.get_closest_marker("browser") for item in items):
+        browser_missing = _browser_missing()
     for item in items:
+        if item.get_closest_marker("browser") and browser_missing:
+            item.add_marker(pytest.mark.skip(reason=f"browser: {browser_missing}"))
         for marker in ("postgres", "redis", "s3"):
             if item.get_closest_marker(marker):
                 item.add_marker(pytest.mark.integration)
