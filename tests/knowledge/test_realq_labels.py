@@ -60,6 +60,12 @@ def expected_clause_ids(expected: str) -> list[str]:
     return expected.split(" ")
 
 
+def label_kind(expected: str) -> str:
+    if expected == "none":
+        return "none"
+    return "decision" if expected.split(":")[0] == "decision" else "clauses"
+
+
 def test_the_header_and_every_row_have_the_four_columns():
     rows = label_rows()
     assert rows[0] == HEADER
@@ -107,10 +113,7 @@ def test_at_least_a_hundred_questions_per_line_and_every_label_kind_occurs():
     per_line = Counter(line for _, line, _, _ in rows)
     for line in ("motor", "home", "contents"):
         assert per_line[line] >= 100, (line, per_line[line])
-    kinds = Counter(
-        "none" if e == "none" else "decision" if e.startswith("decision") else "clauses"
-        for _, _, e, _ in rows
-    )
+    kinds = Counter(label_kind(e) for _, _, e, _ in rows)
     assert kinds["none"] and kinds["decision"] and kinds["clauses"], kinds
 
 
@@ -138,3 +141,21 @@ def test_the_ids_and_lines_match_the_questions_file_and_no_question_text_is_kept
             question = words(row["question"])
             if len(question.split()) >= 4:
                 assert f" {question} " not in kept_words, (kept.name, row["id"])
+
+
+def test_the_readme_counts_match_the_file():
+    rows = label_rows()[1:]
+    readme = README.read_text(encoding="utf-8")
+    counts = Counter((line, label_kind(expected)) for _, line, expected, _ in rows)
+    for line in LINES:
+        cells = [counts[(line, k)] for k in ("clauses", "none", "decision")]
+        assert f"| {line} | {' | '.join(map(str, cells))} | {sum(cells)} |" in readme, (line, cells)
+    for split in ("tune", "test"):
+        mine = Counter((line, label_kind(e)) for _, line, e, s in rows if s == split)
+        cells = [
+            " / ".join(str(mine[(line, k)]) for k in ("clauses", "none", "decision"))
+            for line in ("motor", "home", "contents")
+        ]
+        total = sum(mine.values())
+        row = f"| {split} | {' | '.join(cells)} | {mine[('offtopic', 'none')]} | {total} |"
+        assert row in readme, row
