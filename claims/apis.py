@@ -16,7 +16,7 @@ from claims.agent.turn import turn_run
 from claims.agent.types import TurnRequest
 from claims.models import Conversation, Turn
 from claims.selectors import access_conversation
-from claims.services import conversation_create
+from claims.services import conversation_create, conversation_line_confirm
 from schedules.validators import policy_number_is_valid, policy_number_normalize
 
 MESSAGE_MAX_LENGTH = 2000
@@ -102,25 +102,10 @@ class ConversationCreateApi(APIView):
             channel=data["channel"],
             policy_number=data.get("policy_number", ""),
         )
-        _confirm_line(conversation)
+        conversation_line_confirm(conversation=conversation)
         return Response(
             ConversationOutputSerializer(conversation).data, status=status.HTTP_201_CREATED
         )
-
-
-def _confirm_line(conversation: Conversation) -> None:
-    """Confirm the line from the schedule when a known policy number is given."""
-    if not conversation.policy_number:
-        return
-    from schedules.lookup import ScheduleSourceError, schedule_lookup
-
-    try:
-        lookup = schedule_lookup(conversation.policy_number)
-    except ScheduleSourceError:
-        return  # the first message's turn looks again and says the system is down
-    if lookup.kind == "found":
-        conversation.line = lookup.evidence.line
-        conversation.save(update_fields=["line"])
 
 
 class CitationSerializer(serializers.Serializer):
@@ -224,38 +209,6 @@ class ConversationMessageCreateApi(APIView):
         )
         titles = {c.clause_id: c.title for c in result.outcome.returned}
         return Response(turn_payload(result.turn, titles), status=status.HTTP_201_CREATED)
-
-
-class ConversationDetailApi(APIView):
-    class OutputSerializer(ConversationOutputSerializer):
-        turns = serializers.SerializerMethodField()
-
-        class Meta:
-            ref_name = "ConversationDetail"
-
-        def get_turns(self, conversation) -> list[dict]:
-            return [
-                {
-                    "turn_id": turn.pk,
-                    "trace_id": turn.trace_id,
-                    "created_at": serializers.DateTimeField().to_representation(turn.created_at),
-                    "message": turn.message,
-                    "reply": turn.reply,
-                    "guidance_status": turn.guidance_status,
-                    "cited_ids": turn.cited_ids,
-                    "pending_question_id": turn.pending_question_id,
-                }
-                for turn in conversation.turns.order_by("created_at", "pk")
-            ]
-
-    @extend_schema(
-        responses={200: OutputSerializer},
-        summary="A conversation with its messages and turn summaries",
-        operation_id="conversation_detail",
-    )
-    def get(self, request, conversation_id: int):
-        conversation = access_conversation(request.user, conversation_id)
-        return Response(self.OutputSerializer(conversation).data)
 
 
 def _validated(serializer_class, request) -> dict:

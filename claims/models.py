@@ -98,6 +98,9 @@ class Turn(models.Model):
 
     class Meta:
         ordering = ["created_at", "pk"]
+        permissions = [
+            ("view_health", "Can see the claim agent's health page"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(guidance_status__in=[s.value for s in agent_types.GuidanceStatus]),
@@ -147,6 +150,8 @@ class PendingQuestion(models.Model):
     )
     dismiss_reason = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # Any change a client may poll for (status, answer): the conversation cursor reads it.
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
     taken_at = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)
     closed_by = models.ForeignKey(
@@ -156,6 +161,9 @@ class PendingQuestion(models.Model):
 
     class Meta:
         ordering = ["created_at", "pk"]
+        permissions = [
+            ("reassign_pendingquestion", "Can reassign queue entries to another agent"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(status__in=["open", "answered", "dismissed"]),
@@ -177,3 +185,66 @@ class PendingQuestion(models.Model):
     @property
     def reference(self) -> str:
         return f"PQ-{self.pk}"
+
+
+class AnswerDeadline(models.Model):
+    """How long staff have to answer an entry of one reason (complaints shortest).
+
+    A reason with no row uses ``DEFAULT_DEADLINE_HOURS``; a queue lead changes
+    the hours in the admin, and the change applies to entries already open.
+    """
+
+    reason = models.CharField(max_length=32, choices=PendingQuestion.Reason.choices, unique=True)
+    hours = models.PositiveIntegerField()
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["hours", "reason"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(hours__gte=1), name="answer_deadline_hours_positive"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_reason_display()}: {self.hours} h"
+
+
+# Working hours are not modelled: the clock runs round the day. Complaints are
+# shortest (New Zealand's Fair Insurance Code asks that complaints are
+# acknowledged and handled on a clock); outages clear themselves fastest.
+DEFAULT_DEADLINE_HOURS: dict[str, int] = {
+    "complaint": 4,
+    "wants_person": 4,
+    "needs_decision": 24,
+    "knowledge_unavailable": 24,
+    "no_approved_version": 48,
+    "out_of_scope": 48,
+    "no_clause": 72,
+}
+
+
+class ReplyRating(models.Model):
+    """A customer's (or client's) rating of one agent reply; the latest one counts."""
+
+    class Rating(models.TextChoices):
+        HELPFUL = "helpful", "Helpful"
+        NOT_HELPFUL = "not_helpful", "Not helpful"
+
+    turn = models.OneToOneField(Turn, on_delete=models.CASCADE, related_name="rating")
+    rating = models.CharField(max_length=16, choices=Rating.choices)
+    comment = models.TextField(blank=True, help_text="Personal data masked.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["-updated_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(rating__in=["helpful", "not_helpful"]), name="reply_rating_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_rating_display()} on turn {self.turn_id}"

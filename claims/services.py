@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from claims.agent.types import PENDING_REFERENCE
 from claims.masking import personal_data_mask
-from claims.models import Conversation, PendingQuestion, Turn
+from claims.models import Conversation, PendingQuestion, ReplyRating, Turn
 from northwind.errors import PermissionDenied, ServiceError
 
 if TYPE_CHECKING:
@@ -26,6 +26,45 @@ def conversation_create(*, client, channel: str = "web", policy_number: str = ""
     return Conversation.objects.create(
         client=client, channel=channel, policy_number=(policy_number or "").upper()
     )
+
+
+def conversation_line_confirm(*, conversation: Conversation) -> Conversation:
+    """Confirm the conversation's line from the schedule of its policy number.
+
+    An unknown number or a policy system that is down leaves the line
+    unconfirmed: the first message's turn looks again and says why.
+    """
+    if not conversation.policy_number:
+        return conversation
+    from schedules.lookup import ScheduleSourceError, schedule_lookup
+
+    try:
+        lookup = schedule_lookup(conversation.policy_number)
+    except ScheduleSourceError:
+        return conversation
+    if lookup.kind == "found" and conversation.line != lookup.evidence.line:
+        conversation.line = lookup.evidence.line
+        conversation.save(update_fields=["line", "updated_at"])
+    return conversation
+
+
+def reply_rate(*, turn: Turn, rating: str, comment: str = "") -> ReplyRating:
+    """Record (or replace) the customer's rating of one reply; the comment is masked."""
+    if rating not in ReplyRating.Rating.values:
+        raise ServiceError(f"A rating is one of {', '.join(ReplyRating.Rating.values)}.")
+    masked = personal_data_mask(comment.strip()) if comment.strip() else ""
+    with transaction.atomic():
+        existing = ReplyRating.objects.select_for_update().filter(turn=turn).first()
+        if existing is None:
+            entry = ReplyRating(turn=turn, rating=rating, comment=masked)
+            entry._change_reason = "Rated by the client"
+            entry.save()
+            return entry
+        existing.rating = rating
+        existing.comment = masked
+        existing._change_reason = "Rating changed by the client"
+        existing.save(update_fields=["rating", "comment", "updated_at"])
+        return existing
 
 
 def pending_question_open(
@@ -79,6 +118,7 @@ def pending_question_take(*, entry_id: int, acting_user) -> PendingQuestion:
     entry.assignee = acting_user
     entry.taken_at = timezone.now()
     entry._change_reason = f"Taken by {acting_user}"
+    # updated_at is left alone: a take changes nothing a client sees.
     entry.save(update_fields=["assignee", "taken_at"])
     return entry
 
@@ -109,8 +149,10 @@ def pending_question_answer(
             "status",
             "closed_at",
             "closed_by",
+            "updated_at",
         ]
     )
+    _client_notify(entry, "pending_question.answered")
     return entry
 
 
@@ -129,8 +171,34 @@ def pending_question_dismiss(*, entry_id: int, acting_user, reason: str) -> Pend
     entry.closed_at = timezone.now()
     entry.closed_by = acting_user
     entry._change_reason = f"Dismissed by {acting_user}: {reason.strip()}"
-    entry.save(update_fields=["assignee", "status", "dismiss_reason", "closed_at", "closed_by"])
+    entry.save(
+        update_fields=[
+            "assignee",
+            "status",
+            "dismiss_reason",
+            "closed_at",
+            "closed_by",
+            "updated_at",
+        ]
+    )
+    _client_notify(entry, "pending_question.dismissed")
     return entry
+
+
+def _client_notify(entry: PendingQuestion, event_type: str) -> None:
+    """Tell the conversation's API client, through its webhooks, inside the caller's transaction."""
+    from claims.selectors import pending_question_public, staff_message
+    from webhooks.services import webhook_events_emit
+
+    data = {
+        "conversation_id": entry.conversation_id,
+        "pending_question": pending_question_public(entry),
+        "message": staff_message(entry),
+    }
+    client_id = Conversation.objects.filter(pk=entry.conversation_id).values_list(
+        "client_id", flat=True
+    )[0]
+    webhook_events_emit(client_id=client_id, event_type=event_type, data=data)
 
 
 def turn_record_save(*, outcome: TurnOutcome) -> Turn:

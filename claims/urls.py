@@ -2,7 +2,9 @@
 
 from django.urls import path
 
-from claims.apis import ConversationCreateApi, ConversationDetailApi, ConversationMessageCreateApi
+from claims.apis import ConversationCreateApi, ConversationMessageCreateApi
+from claims.conversation_apis import ConversationDetailApi, ReplyRatingApi
+from webhooks.apis import WebhookDeleteApi, WebhookListCreateApi
 
 urlpatterns = [
     path("conversations/", ConversationCreateApi.as_view(), name="conversation-create"),
@@ -16,4 +18,11 @@ urlpatterns = [
         ConversationMessageCreateApi.as_view(),
         name="conversation-message-create",
     ),
+    path(
+        "conversations/<int:conversation_id>/messages/<int:turn_id>/rating/",
+        ReplyRatingApi.as_view(),
+        name="reply-rating",
+    ),
+    path("webhooks/", WebhookListCreateApi.as_view(), name="webhook-list-create"),
+    path("webhooks/<int:endpoint_id>/", WebhookDeleteApi.as_view(), name="webhook-delete"),
 ]

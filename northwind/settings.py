@@ -76,6 +76,7 @@ INSTALLED_APPS = [
     "knowledge",
     "schedules",
     "claims",
+    "webhooks",
 ]
 
 MIDDLEWARE = [
@@ -274,6 +275,14 @@ CLAIM_AGENT_LLM_BASE_URL = os.environ.get("CLAIM_AGENT_LLM_BASE_URL", "")
 CLAIM_AGENT_LLM_API_KEY = os.environ.get("CLAIM_AGENT_LLM_API_KEY", "")
 CLAIM_AGENT_LLM_MODEL = os.environ.get("CLAIM_AGENT_LLM_MODEL", "gpt-4o-mini")
 CLAIM_AGENT_LLM_TIMEOUT = float(os.environ.get("CLAIM_AGENT_LLM_TIMEOUT", "10"))
+
+# --- Webhooks --------------------------------------------------------------
+# A failed delivery is tried again after base, 2 x base, 4 x base ... seconds
+# (capped), up to WEBHOOK_MAX_ATTEMPTS attempts in all; docs/webhooks.md.
+WEBHOOK_RETRY_BASE_SECONDS = float(os.environ.get("WEBHOOK_RETRY_BASE_SECONDS", "30"))
+WEBHOOK_RETRY_MAX_SECONDS = float(os.environ.get("WEBHOOK_RETRY_MAX_SECONDS", "3600"))
+WEBHOOK_MAX_ATTEMPTS = int(os.environ.get("WEBHOOK_MAX_ATTEMPTS", "6"))
+WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("WEBHOOK_TIMEOUT_SECONDS", "5"))
 
 # --- Security (production) -----------------------------------------------
 # HTTPS=true is how a deployment behind TLS says so; check --deploy is then clean.

@@ -152,6 +152,8 @@ def celery_worker(django_db_setup, django_db_blocker):
         env["DATABASE_URL"] = f"{base}/{test_db}"
     queue = f"test-{uuid.uuid4().hex[:8]}"
     env["CELERY_TASK_DEFAULT_QUEUE"] = queue
+    # Webhook retries back off from half a second, so a retry test takes seconds.
+    env.setdefault("WEBHOOK_RETRY_BASE_SECONDS", "0.5")
     app.conf.task_default_queue = queue
     log = open(REPO_ROOT / "var" / f"celery-worker-{queue}.log", "w")  # noqa: SIM115
     proc = subprocess.Popen(
