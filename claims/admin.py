@@ -15,7 +15,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from claims.models import Conversation, PendingQuestion, Turn
+from claims.models import ApiClient, Conversation, PendingQuestion, PolicyAccess, Turn
 from claims.services import (
     pending_question_answer,
     pending_question_dismiss,
@@ -72,8 +72,17 @@ class TurnInline(admin.TabularInline):
 
 @admin.register(Conversation)
 class ConversationAdmin(ReadOnlyAdmin):
-    list_display = ["pk", "client", "channel", "policy_number", "line", "created_at"]
-    list_filter = ["channel", "line"]
+    list_display = [
+        "pk",
+        "client",
+        "client_scope",
+        "channel",
+        "policy_number",
+        "verified_by",
+        "line",
+        "created_at",
+    ]
+    list_filter = ["client_scope", "verified_by", "channel", "line"]
     search_fields = ["policy_number"]
     inlines = [TurnInline]
 
@@ -271,3 +280,33 @@ class PendingQuestionAdmin(ReadOnlyHistoryAdmin):
                 entry_id=entry.pk, acting_user=request.user, reason=data["reason"]
             ),
         )
+
+
+@admin.register(ApiClient)
+class ApiClientAdmin(ReadOnlyHistoryAdmin):
+    """Which data scope each API client has; changes are kept in history."""
+
+    list_display = ["user", "scope", "description", "created_at"]
+    list_filter = ["scope"]
+    search_fields = ["user__username", "description"]
+    autocomplete_fields = ["user"]
+
+
+@admin.register(PolicyAccess)
+class PolicyAccessAdmin(ReadOnlyAdmin):
+    """The audit trail of policy bindings, verification attempts and schedule reads."""
+
+    list_display = [
+        "created_at",
+        "client",
+        "scope",
+        "event",
+        "method",
+        "policy_number",
+        "conversation",
+        "trace_id",
+    ]
+    list_filter = ["event", "scope", "method", ("client", RelatedOnlyFieldListFilter)]
+    search_fields = ["policy_number", "trace_id"]
+    date_hierarchy = "created_at"
+    readonly_fields = [f.name for f in PolicyAccess._meta.fields]

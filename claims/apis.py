@@ -7,16 +7,21 @@ import uuid
 from django.conf import settings
 from django.utils import timezone
 from django.utils.module_loading import import_string
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from claims.agent.turn import turn_run
 from claims.agent.types import TurnRequest
+from claims.client_scope import (
+    conversation_policy_verify,
+    conversation_start,
+    turn_policy_allowed,
+    turn_schedule_read_record,
+)
 from claims.models import Conversation, Turn
 from claims.selectors import access_conversation
-from claims.services import conversation_create, conversation_line_confirm
 from schedules.validators import policy_number_is_valid, policy_number_normalize
 
 MESSAGE_MAX_LENGTH = 2000
@@ -42,7 +47,9 @@ def clause_store():
 
 class PolicyNumberField(serializers.CharField):
     def __init__(self, **kwargs):
-        super().__init__(max_length=32, required=False, allow_blank=True, **kwargs)
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("allow_blank", True)
+        super().__init__(max_length=32, **kwargs)
 
     def to_internal_value(self, data):
         value = policy_number_normalize(super().to_internal_value(data))
@@ -62,13 +69,57 @@ class TextField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+class BirthDateField(serializers.DateField):
+    """The holder's date of birth, as 1985-03-17 or in the New Zealand order 17/03/1985."""
+
+    def __init__(self, **kwargs):
+        super().__init__(
+            input_formats=["iso-8601", "%d/%m/%Y", "%d-%m-%Y", "%d.%m.%Y"],
+            required=False,
+            allow_null=True,
+            help_text="The policyholder's date of birth (YYYY-MM-DD or DD/MM/YYYY).",
+            **kwargs,
+        )
+
+
+class PostcodeField(serializers.RegexField):
+    def __init__(self, **kwargs):
+        super().__init__(
+            r"^\s*\d{4}\s*$",
+            max_length=8,
+            required=False,
+            allow_blank=True,
+            error_messages={"invalid": "A New Zealand postcode is four digits."},
+            help_text="The postcode of the policyholder's address (four digits).",
+            **kwargs,
+        )
+
+
+class VerificationSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["verified", "not_verified"])
+    method = serializers.CharField(allow_blank=True)
+    at = serializers.DateTimeField(allow_null=True)
+
+
 class ConversationOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     policy_number = serializers.CharField()
     line = serializers.CharField()
     channel = serializers.CharField()
     facts = serializers.SerializerMethodField()
+    client_scope = serializers.ChoiceField(choices=Conversation.Scope.choices)
+    verification = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField()
+
+    @extend_schema_field(VerificationSerializer)
+    def get_verification(self, conversation) -> dict:
+        return {
+            "status": "verified" if conversation.verified_by else "not_verified",
+            "method": conversation.verified_by,
+            "at": serializers.DateTimeField().to_representation(conversation.verified_at)
+            if conversation.verified_at
+            else None,
+        }
 
     def get_facts(self, conversation) -> dict:
         facts = {}
@@ -85,6 +136,8 @@ class ConversationCreateApi(APIView):
         channel = serializers.ChoiceField(
             choices=Conversation.Channel.choices, required=False, default="web"
         )
+        date_of_birth = BirthDateField()
+        postcode = PostcodeField()
 
         class Meta:
             ref_name = "ConversationCreateInput"
@@ -93,19 +146,60 @@ class ConversationCreateApi(APIView):
         request=InputSerializer,
         responses={201: ConversationOutputSerializer},
         summary="Start a conversation",
+        description=(
+            "An internal client may name any policy. A customer client that names a policy "
+            "proves it in the same request with the holder's `date_of_birth` or `postcode`; "
+            "otherwise it starts without one and verifies later."
+        ),
         operation_id="conversation_create",
     )
     def post(self, request):
         data = _validated(self.InputSerializer, request)
-        conversation = conversation_create(
+        conversation = conversation_start(
             client=request.user,
             channel=data["channel"],
             policy_number=data.get("policy_number", ""),
+            birth_date=data.get("date_of_birth"),
+            postcode=data.get("postcode", ""),
         )
-        conversation_line_confirm(conversation=conversation)
         return Response(
             ConversationOutputSerializer(conversation).data, status=status.HTTP_201_CREATED
         )
+
+
+class ConversationVerificationCreateApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        policy_number = PolicyNumberField(required=True, allow_blank=False)
+        date_of_birth = BirthDateField()
+        postcode = PostcodeField()
+
+        class Meta:
+            ref_name = "ConversationVerificationInput"
+
+    @extend_schema(
+        request=InputSerializer,
+        responses={200: ConversationOutputSerializer},
+        summary="Bind a policy to the conversation (a customer client proves it)",
+        description=(
+            "A customer client sends the policy number with the holder's `date_of_birth` or "
+            "`postcode`. A mismatch and an unknown number get the same 400 "
+            "(`verification_failed`); repeated failures for the client or the policy get 429 "
+            "(`verification_locked`). An internal client binds any policy; either way the "
+            "binding is in the audit trail."
+        ),
+        operation_id="conversation_verification_create",
+    )
+    def post(self, request, conversation_id: int):
+        conversation = access_conversation(request.user, conversation_id)
+        data = _validated(self.InputSerializer, request)
+        conversation = conversation_policy_verify(
+            conversation=conversation,
+            acting_client=request.user,
+            policy_number=data["policy_number"],
+            birth_date=data.get("date_of_birth"),
+            postcode=data.get("postcode", ""),
+        )
+        return Response(ConversationOutputSerializer(conversation).data)
 
 
 class CitationSerializer(serializers.Serializer):
@@ -189,6 +283,11 @@ class ConversationMessageCreateApi(APIView):
     def post(self, request, conversation_id: int):
         conversation = access_conversation(request.user, conversation_id)
         data = _validated(self.InputSerializer, request)
+        turn_policy_allowed(
+            conversation=conversation,
+            acting_client=request.user,
+            policy_number=data.get("policy_number"),
+        )
         turn_request = TurnRequest(
             conversation_id=conversation.pk,
             message=data["message"],
@@ -206,6 +305,12 @@ class ConversationMessageCreateApi(APIView):
             chooser=chooser,
             writer=writer(chooser_in_use=chooser),
             store=clause_store(),
+        )
+        turn_schedule_read_record(
+            conversation=conversation,
+            acting_client=request.user,
+            policy_number=result.turn.policy_number,
+            trace_id=result.turn.trace_id,
         )
         titles = {c.clause_id: c.title for c in result.outcome.returned}
         return Response(turn_payload(result.turn, titles), status=status.HTTP_201_CREATED)

@@ -18,8 +18,55 @@ REASON_LABELS = {
 }
 
 
+class ClientScope(models.TextChoices):
+    """What an API client may see (DESIGN: client scope; seed 004 section 7.1)."""
+
+    INTERNAL = "internal", "Internal: a staff tool, any policy, every access audited"
+    CUSTOMER = "customer", "Customer: only policies verified in the conversation"
+
+
+class VerificationMethod(models.TextChoices):
+    """How a conversation came to be bound to its policy."""
+
+    INTERNAL = "internal", "Internal client (no proof asked)"
+    BIRTH_DATE = "birth_date", "Policy number and the holder's date of birth"
+    POSTCODE = "postcode", "Policy number and the holder's postcode"
+
+
+class ApiClient(models.Model):
+    """The data scope of one API client (a user that holds an API token).
+
+    A user with no row here is a ``customer`` client: the narrowest scope is
+    the default, and only staff with the permission make a client internal.
+    """
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_client"
+    )
+    scope = models.CharField(
+        max_length=16, choices=ClientScope.choices, default=ClientScope.CUSTOMER
+    )
+    description = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    history = HistoricalRecords()
+
+    class Meta:
+        verbose_name = "API client"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(scope__in=ClientScope.values), name="api_client_scope_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.scope})"
+
+
 class Conversation(models.Model):
     """A customer's conversation with the claim agent, owned by one API client."""
+
+    Scope = ClientScope
+    Verification = VerificationMethod
 
     class Channel(models.TextChoices):
         WEB = "web", "Web"
@@ -32,6 +79,19 @@ class Conversation(models.Model):
     channel = models.CharField(max_length=10, choices=Channel.choices, default=Channel.WEB)
     policy_number = models.CharField(max_length=32, blank=True)
     line = models.CharField(max_length=16, blank=True)
+    client_scope = models.CharField(
+        max_length=16,
+        choices=ClientScope.choices,
+        default=ClientScope.CUSTOMER,
+        help_text="The client's scope when the conversation started; it never widens.",
+    )
+    verified_by = models.CharField(
+        max_length=16,
+        choices=VerificationMethod.choices,
+        blank=True,
+        help_text="How the policy was bound to this conversation; blank while it is not.",
+    )
+    verified_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -40,6 +100,17 @@ class Conversation(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=Q(channel__in=["web", "app", "phone"]), name="conversation_channel_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(client_scope__in=ClientScope.values),
+                name="conversation_client_scope_valid",
+            ),
+            # A customer conversation holds a policy number only once it is verified.
+            models.CheckConstraint(
+                condition=~Q(client_scope="customer")
+                | Q(policy_number="")
+                | Q(verified_by__in=["birth_date", "postcode"]),
+                name="conversation_customer_policy_verified",
             ),
         ]
 
@@ -248,3 +319,56 @@ class ReplyRating(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_rating_display()} on turn {self.turn_id}"
+
+
+class PolicyAccess(models.Model):
+    """The audit trail of who reached which policy through the API, and how.
+
+    One row per binding, failed or refused verification, and schedule read by
+    a turn; never edited. Failed attempts keep the number that was tried.
+    """
+
+    class Event(models.TextChoices):
+        BOUND = "bound", "Policy bound to the conversation"
+        VERIFICATION_FAILED = "verification_failed", "Verification failed"
+        VERIFICATION_LOCKED = "verification_locked", "Verification refused: too many failures"
+        REFUSED = "refused", "Refused: policy not verified in this conversation"
+        SCHEDULE_READ = "schedule_read", "Schedule read by a turn"
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    client = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="policy_accesses"
+    )
+    conversation = models.ForeignKey(
+        Conversation, null=True, blank=True, on_delete=models.SET_NULL, related_name="accesses"
+    )
+    scope = models.CharField(max_length=16, choices=ClientScope.choices)
+    policy_number = models.CharField(max_length=32, blank=True, db_index=True)
+    event = models.CharField(max_length=32, choices=Event.choices)
+    method = models.CharField(max_length=16, choices=VerificationMethod.choices, blank=True)
+    trace_id = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        verbose_name = "policy access"
+        verbose_name_plural = "policy accesses"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(scope__in=ClientScope.values), name="policy_access_scope_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    event__in=[
+                        "bound",
+                        "verification_failed",
+                        "verification_locked",
+                        "refused",
+                        "schedule_read",
+                    ]
+                ),
+                name="policy_access_event_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M} {self.client} {self.event} {self.policy_number}"

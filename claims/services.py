@@ -22,12 +22,6 @@ class PendingQuestionError(ServiceError):
     code = "pending_question_refused"
 
 
-def conversation_create(*, client, channel: str = "web", policy_number: str = "") -> Conversation:
-    return Conversation.objects.create(
-        client=client, channel=channel, policy_number=(policy_number or "").upper()
-    )
-
-
 def conversation_line_confirm(*, conversation: Conversation) -> Conversation:
     """Confirm the conversation's line from the schedule of its policy number.
 

@@ -2,7 +2,11 @@
 
 from django.urls import path
 
-from claims.apis import ConversationCreateApi, ConversationMessageCreateApi
+from claims.apis import (
+    ConversationCreateApi,
+    ConversationMessageCreateApi,
+    ConversationVerificationCreateApi,
+)
 from claims.conversation_apis import ConversationDetailApi, ReplyRatingApi
 from webhooks.apis import WebhookDeleteApi, WebhookListCreateApi
 
@@ -12,6 +16,11 @@ urlpatterns = [
         "conversations/<int:conversation_id>/",
         ConversationDetailApi.as_view(),
         name="conversation-detail",
+    ),
+    path(
+        "conversations/<int:conversation_id>/verification/",
+        ConversationVerificationCreateApi.as_view(),
+        name="conversation-verification-create",
     ),
     path(
         "conversations/<int:conversation_id>/messages/",

@@ -1,8 +1,9 @@
 """One error shape for the REST API: JSON, with a status a client can act on.
 
 Service errors (``northwind.errors``) are translated here and nowhere else in
-the API: a ``ServiceError`` is 400, a ``ServiceUnavailable`` 503, Django's
-``PermissionDenied`` 403, each with ``{"detail", "code"}``.
+the API: a ``ServiceError`` is 400, a ``ServiceUnavailable`` 503, a
+``ServiceThrottled`` 429 (with Retry-After), Django's ``PermissionDenied``
+403, each with ``{"detail", "code"}``.
 """
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
@@ -14,7 +15,7 @@ from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from northwind.errors import ServiceError, ServiceUnavailable, error_body
+from northwind.errors import ServiceError, ServiceThrottled, ServiceUnavailable, error_body
 
 
 class StrictJSONParser(JSONParser):
@@ -40,6 +41,12 @@ def exception_handler(exc, context):
         )
     if isinstance(exc, ServiceUnavailable):
         return Response(error_body(exc), status=status.HTTP_503_SERVICE_UNAVAILABLE)
+    if isinstance(exc, ServiceThrottled):
+        return Response(
+            error_body(exc),
+            status=status.HTTP_429_TOO_MANY_REQUESTS,
+            headers={"Retry-After": str(exc.retry_after)},
+        )
     if isinstance(exc, ServiceError):
         return Response(error_body(exc), status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, PermissionDenied):

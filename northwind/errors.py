@@ -10,8 +10,9 @@ API, an error message in the admin).
 The interfaces translate these in one place each:
 
 - the REST API: ``northwind.api_errors.exception_handler`` answers
-  ``{"detail": message, "code": code}`` with 400, or 503 for a
-  ``ServiceUnavailable``, and 403 for ``PermissionDenied``;
+  ``{"detail": message, "code": code}`` with 400, 503 for a
+  ``ServiceUnavailable``, 429 for a ``ServiceThrottled``, and 403 for
+  ``PermissionDenied``;
 - the admin: ``northwind.admin_errors.service_call`` turns either into an
   error message on the page.
 
@@ -23,7 +24,13 @@ from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied
 
-__all__ = ["PermissionDenied", "ServiceError", "ServiceUnavailable", "error_body"]
+__all__ = [
+    "PermissionDenied",
+    "ServiceError",
+    "ServiceThrottled",
+    "ServiceUnavailable",
+    "error_body",
+]
 
 
 class ServiceError(Exception):
@@ -52,6 +59,16 @@ class ServiceUnavailable(ServiceError):
     """
 
     code = "unavailable"
+
+
+class ServiceThrottled(ServiceError):
+    """Refused for now: too many attempts. The API answers 429 with Retry-After."""
+
+    code = "throttled"
+
+    def __init__(self, message: str, *, code: str | None = None, retry_after: int = 60) -> None:
+        super().__init__(message, code=code)
+        self.retry_after = retry_after
 
 
 def error_body(exc: ServiceError | PermissionDenied) -> dict[str, str]:

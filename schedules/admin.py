@@ -21,8 +21,20 @@ from schedules.services import SCHEDULE_FIELDS, schedule_create, schedule_update
 from schedules.validators import coverage_vocabulary, policy_number_normalize
 
 PERSONAL_DATA_PERMISSION = "schedules.view_personal_data"
-PERSONAL_FIELDS = ("holder_name", "holder_email", "holder_phone")
-MASKED_FIELDS = ("holder_name_masked", "holder_email_masked", "holder_phone_masked")
+PERSONAL_FIELDS = (
+    "holder_name",
+    "holder_email",
+    "holder_phone",
+    "holder_birth_date",
+    "holder_postcode",
+)
+MASKED_FIELDS = (
+    "holder_name_masked",
+    "holder_email_masked",
+    "holder_phone_masked",
+    "holder_birth_date_masked",
+    "holder_postcode_masked",
+)
 
 
 def email_mask(email: str) -> str:
@@ -38,7 +50,13 @@ def phone_mask(phone: str) -> str:
 def personal_value_mask(field: str, value: Any) -> str:
     if not value:
         return ""
-    masks = {"holder_name": name_mask, "holder_email": email_mask, "holder_phone": phone_mask}
+    masks = {
+        "holder_name": name_mask,
+        "holder_email": email_mask,
+        "holder_phone": phone_mask,
+        "holder_birth_date": lambda _: "****-**-**",
+        "holder_postcode": lambda _: "****",
+    }
     return masks[field](str(value))
 
 
@@ -90,6 +108,8 @@ class PolicyScheduleForm(forms.ModelForm):
             "holder_name",
             "holder_email",
             "holder_phone",
+            "holder_birth_date",
+            "holder_postcode",
         )
 
     def __init__(self, *args, **kwargs):
@@ -154,6 +174,14 @@ class PolicyScheduleAdmin(ReadOnlyHistoryAdmin):
     @admin.display(description="Holder phone")
     def holder_phone_masked(self, obj: PolicySchedule) -> str:
         return personal_value_mask("holder_phone", obj.holder_phone)
+
+    @admin.display(description="Holder birth date")
+    def holder_birth_date_masked(self, obj: PolicySchedule) -> str:
+        return personal_value_mask("holder_birth_date", obj.holder_birth_date)
+
+    @admin.display(description="Holder postcode")
+    def holder_postcode_masked(self, obj: PolicySchedule) -> str:
+        return personal_value_mask("holder_postcode", obj.holder_postcode)
 
     def get_list_display(self, request):
         if self.can_see_personal_data(request):

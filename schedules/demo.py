@@ -37,6 +37,8 @@ DEMO_POLICIES: list[dict[str, Any]] = [
         "holder_name": "Aroha Sample",
         "holder_email": "aroha.sample@example.com",
         "holder_phone": "021 555 0118",
+        "holder_birth_date": date(1985, 3, 17),
+        "holder_postcode": "3010",
     },
     {
         "policy_number": "NW-MTR-204577",
@@ -52,6 +54,8 @@ DEMO_POLICIES: list[dict[str, Any]] = [
         "holder_name": "Ben Example",
         "holder_email": "ben.example@example.com",
         "holder_phone": "021 555 0177",
+        "holder_birth_date": date(1979, 11, 2),
+        "holder_postcode": "8011",
     },
     {
         "policy_number": "NW-HOM-310042",
@@ -68,6 +72,8 @@ DEMO_POLICIES: list[dict[str, Any]] = [
         "holder_name": "Chloe Demo",
         "holder_email": "chloe.demo@example.com",
         "holder_phone": "021 555 0142",
+        "holder_birth_date": date(1990, 6, 24),
+        "holder_postcode": "6012",
     },
     {
         "policy_number": "NW-CNT-410815",
@@ -84,6 +90,8 @@ DEMO_POLICIES: list[dict[str, Any]] = [
         "holder_name": "Dev Placeholder",
         "holder_email": "dev.placeholder@example.com",
         "holder_phone": "021 555 0115",
+        "holder_birth_date": date(1993, 1, 9),
+        "holder_postcode": "1024",
     },
     {
         "policy_number": "NW-MTR-198800",
@@ -99,6 +107,8 @@ DEMO_POLICIES: list[dict[str, Any]] = [
         "holder_name": "Erin Fixture",
         "holder_email": "erin.fixture@example.com",
         "holder_phone": "021 555 0188",
+        "holder_birth_date": date(1968, 8, 30),
+        "holder_postcode": "9016",
     },
     {
         "policy_number": "NW-MTR-550001",
@@ -114,6 +124,8 @@ DEMO_POLICIES: list[dict[str, Any]] = [
         "holder_name": "Fern Testco Limited",
         "holder_email": "fleet@testco.example.com",
         "holder_phone": "021 555 0101",
+        "holder_birth_date": None,
+        "holder_postcode": "0632",
     },
     {
         "policy_number": "NW-MTR-170301",
@@ -129,6 +141,8 @@ DEMO_POLICIES: list[dict[str, Any]] = [
         "holder_name": "Gus Mockford",
         "holder_email": "gus.mockford@example.com",
         "holder_phone": "021 555 0130",
+        "holder_birth_date": date(2001, 12, 5),
+        "holder_postcode": "4410",
     },
 ]
 

@@ -87,8 +87,20 @@ class ScheduleLookup:
     reason: str
 
 
+@dataclass(frozen=True)
+class HolderFacts:
+    """The facts a customer proves a policy with; never shown to the agent."""
+
+    birth_date: date | None
+    postcode: str
+
+
 class ScheduleSource(Protocol):
     def lookup(self, policy_number: str) -> ScheduleLookup: ...
+
+    def holder_facts(self, policy_number: str) -> HolderFacts | None:
+        """The holder's verification facts, or None when there is no such policy."""
+        ...
 
 
 class ScheduleSourceError(ServiceUnavailable):
@@ -136,6 +148,19 @@ class DatabaseScheduleSource:
             return _no_evidence(number)
         return _found(ScheduleEvidence.from_schedule(schedule))
 
+    def holder_facts(self, policy_number: str) -> HolderFacts | None:
+        from schedules.models import PolicySchedule
+
+        number = policy_number_normalize(policy_number)
+        row = (
+            PolicySchedule.objects.filter(policy_number=number)
+            .values("holder_birth_date", "holder_postcode")
+            .first()
+        )
+        if row is None:
+            return None
+        return HolderFacts(birth_date=row["holder_birth_date"], postcode=row["holder_postcode"])
+
 
 class HttpScheduleSource:
     """An adapter for a legacy policy system that serves schedules as JSON.
@@ -153,20 +178,45 @@ class HttpScheduleSource:
             raise ScheduleSourceError("HttpScheduleSource needs a base URL (SCHEDULE_SOURCE_URL).")
         self.timeout = timeout
 
+    def _get(self, number: str) -> bytes | None:
+        """The policy's JSON, or None for a 404."""
+        url = f"{self.base_url}/policies/{urllib.parse.quote(number)}"
+        try:
+            with urllib.request.urlopen(url, timeout=self.timeout) as response:
+                return response.read()
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return None
+            raise ScheduleSourceError(f"Policy system answered {exc.code} for {number}.") from exc
+        except OSError as exc:
+            raise ScheduleSourceError(f"Policy system unreachable for {number}: {exc}") from exc
+
+    def holder_facts(self, policy_number: str) -> HolderFacts | None:
+        """``holder_birth_date`` (YYYY-MM-DD) and ``holder_postcode`` of the same JSON."""
+        number = policy_number_normalize(policy_number)
+        if not policy_number_is_valid(number):
+            return None
+        body = self._get(number)
+        if body is None:
+            return None
+        try:
+            payload = json.loads(body)
+            return HolderFacts(
+                birth_date=_iso_date(payload.get("holder_birth_date")),
+                postcode=str(payload.get("holder_postcode") or ""),
+            )
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise ScheduleSourceError(
+                f"Policy system sent an unreadable schedule for {number}: {exc}"
+            ) from exc
+
     def lookup(self, policy_number: str) -> ScheduleLookup:
         number = policy_number_normalize(policy_number)
         if not policy_number_is_valid(number):
             return _invalid(policy_number)
-        url = f"{self.base_url}/policies/{urllib.parse.quote(number)}"
-        try:
-            with urllib.request.urlopen(url, timeout=self.timeout) as response:
-                body = response.read()
-        except urllib.error.HTTPError as exc:
-            if exc.code == 404:
-                return _no_evidence(number)
-            raise ScheduleSourceError(f"Policy system answered {exc.code} for {number}.") from exc
-        except OSError as exc:
-            raise ScheduleSourceError(f"Policy system unreachable for {number}: {exc}") from exc
+        body = self._get(number)
+        if body is None:
+            return _no_evidence(number)
         try:
             payload = json.loads(body)
             evidence = ScheduleEvidence(
@@ -201,6 +251,15 @@ def schedule_source_default() -> ScheduleSource:
     """The source named by ``SCHEDULE_SOURCE`` (a dotted path), read now."""
     target = import_string(getattr(settings, "SCHEDULE_SOURCE", DEFAULT_SCHEDULE_SOURCE))
     return target() if isinstance(target, type) else target
+
+
+def schedule_holder_facts(
+    policy_number: str, *, source: ScheduleSource | None = None
+) -> HolderFacts | None:
+    """The holder's verification facts of ``policy_number``, or None if there is none."""
+    if not policy_number_is_valid(policy_number_normalize(policy_number)):
+        return None
+    return (source or schedule_source_default()).holder_facts(policy_number)
 
 
 def schedule_lookup(policy_number: str, *, source: ScheduleSource | None = None) -> ScheduleLookup:

@@ -73,6 +73,14 @@ class PolicySchedule(models.Model):
     holder_name = models.CharField(max_length=200)
     holder_email = models.EmailField(blank=True)
     holder_phone = models.CharField(max_length=32, blank=True)
+    # The second facts a customer client proves a policy with (with its number).
+    holder_birth_date = models.DateField(null=True, blank=True)
+    holder_postcode = models.CharField(
+        max_length=4,
+        blank=True,
+        validators=[RegexValidator(r"^\d{4}$", message="A New Zealand postcode is four digits.")],
+        help_text="The postcode of the holder's address (four digits).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -81,7 +89,10 @@ class PolicySchedule(models.Model):
     class Meta:
         ordering = ["policy_number"]
         permissions = [
-            ("view_personal_data", "Can see schedule holders' name, email and phone"),
+            (
+                "view_personal_data",
+                "Can see schedule holders' name, email, phone, birth date and postcode",
+            ),
         ]
         constraints = [
             models.CheckConstraint(

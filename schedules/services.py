@@ -24,6 +24,8 @@ SCHEDULE_FIELDS: frozenset[str] = frozenset(
         "holder_name",
         "holder_email",
         "holder_phone",
+        "holder_birth_date",
+        "holder_postcode",
     }
 )
 

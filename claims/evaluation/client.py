@@ -30,6 +30,13 @@ def measurement_client_ensure() -> str:
     if created:
         user.set_unusable_password()
         user.save(update_fields=["password"])
+    from claims.client_scope import api_client_ensure
+    from claims.models import ClientScope
+
+    # It plays a contact-centre tool: it names any demo policy directly.
+    api_client_ensure(
+        user=user, scope=ClientScope.INTERNAL, description="Measurement (evaluate, bench_turns)"
+    )
     return user.username
 
 

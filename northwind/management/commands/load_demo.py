@@ -1,4 +1,4 @@
-"""Load the demo data: staff users, the API client, wording and policies.
+"""Load the demo data: staff users, the API clients, wording and policies.
 
 Idempotent: running it again leaves one copy of everything and resets the
 demo passwords to the ones printed.
@@ -21,7 +21,16 @@ DEMO_STAFF = [
     ("demo-approver", "northwind-approver-demo", APPROVER),
     ("demo-agent", "northwind-agent-demo", QUEUE_AGENT),
 ]
+# One API client of each data scope (claims.client_scope): ``demo-client`` is
+# a contact-centre tool acting for staff (internal: any policy, every access
+# audited), ``demo-customer-app`` a self-service channel (customer: only a
+# policy the customer proved with its number and date of birth or postcode).
 DEMO_CLIENT = "demo-client"
+DEMO_CUSTOMER_CLIENT = "demo-customer-app"
+DEMO_CLIENTS = [
+    (DEMO_CLIENT, "internal", "Demo contact-centre tool (acts for staff)"),
+    (DEMO_CUSTOMER_CLIENT, "customer", "Demo self-service chat (customers verify their policy)"),
+]
 
 # Apps whose ``demo`` module has a ``demo_load(*, stdout)`` function, in the
 # order their data depends on each other.
@@ -46,11 +55,18 @@ class Command(BaseCommand):
                 user.groups.set([groups[role]])
             staff_lines.append(f"  {username:<16} {password:<26} {role or 'superuser'}")
 
-        client, _ = User.objects.get_or_create(username=DEMO_CLIENT)
-        client.is_staff = False
-        client.set_unusable_password()
-        client.save()
-        token, _ = Token.objects.get_or_create(user=client)
+        from claims.client_scope import api_client_ensure
+
+        tokens = {}
+        for username, scope, description in DEMO_CLIENTS:
+            client, _ = User.objects.get_or_create(username=username)
+            client.is_staff = False
+            client.set_unusable_password()
+            client.save()
+            api_client_ensure(user=client, scope=scope, description=description)
+            tokens[username] = Token.objects.get_or_create(user=client)[0]
+        token = tokens[DEMO_CLIENT]
+        customer_token = tokens[DEMO_CUSTOMER_CLIENT]
 
         for app in DEMO_APPS:
             if importlib.util.find_spec(f"{app}.demo") is not None:
@@ -62,7 +78,11 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS("Demo data loaded."))
         self.stdout.write(f"Admin: {base}/admin/   (username, password, role)")
         self.stdout.write("\n".join(staff_lines))
-        self.stdout.write(f"API client: {DEMO_CLIENT}   token: {token.key}")
+        self.stdout.write(f"API client: {DEMO_CLIENT}   token: {token.key}   (internal scope)")
+        self.stdout.write(
+            f"API client: {DEMO_CUSTOMER_CLIENT}   token: {customer_token.key}   (customer scope: "
+            "verify a policy with its number and the holder's date_of_birth or postcode)"
+        )
         self.stdout.write(f"API docs: {base}/api/docs/")
         self.stdout.write("Try the claim agent:")
         self.stdout.write(
