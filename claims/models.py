@@ -92,6 +92,12 @@ class Conversation(models.Model):
         help_text="How the policy was bound to this conversation; blank while it is not.",
     )
     verified_at = models.DateTimeField(null=True, blank=True)
+    name_digests = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Keyed digests of the names the customer gave, so later messages mask "
+        "them too; the names themselves are never stored.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

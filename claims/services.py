@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from claims.agent.types import PENDING_REFERENCE
-from claims.masking import personal_data_mask
+from claims.masking import name_digest, personal_data_mask, personal_data_scan
 from claims.models import Conversation, PendingQuestion, ReplyRating, Turn
 from northwind.errors import PermissionDenied, ServiceError
 
@@ -195,6 +196,34 @@ def _client_notify(entry: PendingQuestion, event_type: str) -> None:
     webhook_events_emit(client_id=client_id, event_type=event_type, data=data)
 
 
+def conversation_message_mask(
+    *, conversation_id: int, text: str, names: tuple[str, ...] = ()
+) -> tuple[str, list[str] | None]:
+    """Mask a customer's message with what the conversation has learnt.
+
+    Names on the schedule and names the customer gave in earlier messages are
+    masked wherever they appear; the latter are remembered only as keyed
+    digests (``Conversation.name_digests``). Returns the masked text and the
+    new digest list, or None when nothing new was learnt.
+    """
+    known = (
+        Conversation.objects.filter(pk=conversation_id)
+        .values_list("name_digests", flat=True)
+        .first()
+    ) or []
+    key = settings.SECRET_KEY
+    result = personal_data_scan(text, names=names, known_digests=frozenset(known), digest_key=key)
+    learnt = {
+        name_digest(word, key=key)
+        for name in result.names
+        for word in name.split()
+        if len(word.strip("'\u2019-.,")) >= 2
+    }
+    if learnt <= set(known):
+        return result.text, None
+    return result.text, sorted(set(known) | learnt)
+
+
 def turn_record_save(*, outcome: TurnOutcome) -> Turn:
     """Store a turn: its pending question (if any), run record and confirmed facts.
 
@@ -205,14 +234,18 @@ def turn_record_save(*, outcome: TurnOutcome) -> Turn:
     facts, wording, selection = outcome.facts, outcome.wording, outcome.selection
     request = outcome.request
     names = (facts.schedule.holder_name,) if facts.schedule else ()
-    masked_message = personal_data_mask(request.message, names=names)
+    masked_message, digests = conversation_message_mask(
+        conversation_id=request.conversation_id, text=request.message, names=names
+    )
     reason = outcome.draft.pending_reason
-    updates = {}
+    updates: dict = {}
     if facts.schedule is not None and (
         facts.policy_number != request.conversation_policy_number
         or facts.line != request.conversation_line
     ):
         updates = {"policy_number": facts.policy_number, "line": facts.line}
+    if digests is not None:
+        updates["name_digests"] = digests
     with transaction.atomic():
         pending = None
         reply = outcome.checked.text

@@ -28,6 +28,7 @@ from claims.agent.types import (
     GuidanceStatus,
     SelectionContext,
 )
+from claims.masking import personal_data_mask
 from knowledge.selectors import ClauseDirectory
 
 logger = logging.getLogger(__name__)
@@ -134,7 +135,8 @@ class OpenAICompatibleModel:
                 "messages": [
                     {"role": "system", "content": f"{SELECT_SYSTEM}\n\n{json.dumps(entries)}"},
                     *history,
-                    {"role": "user", "content": message},
+                    # Nothing personal leaves for a remote model (issue 15).
+                    {"role": "user", "content": personal_data_mask(message)},
                 ],
                 "tools": [select_tool_schema(directory)],
                 "tool_choice": {"type": "function", "function": {"name": SELECT_TOOL}},
@@ -170,10 +172,11 @@ class OpenAICompatibleModel:
                     "messages": [
                         {
                             "role": "system",
-                            "content": f"{COMPOSE_SYSTEM}\n\nSchedule: {json.dumps(schedule)}"
+                            "content": f"{COMPOSE_SYSTEM}\n\n"
+                            f"Schedule: {personal_data_mask(json.dumps(schedule))}"
                             f"\n\nClauses:\n{clauses}",
                         },
-                        {"role": "user", "content": inputs.message},
+                        {"role": "user", "content": personal_data_mask(inputs.message)},
                     ]
                 }
             )

@@ -164,9 +164,7 @@ def test_an_internal_client_reaches_any_policy_and_every_access_is_audited(api_c
     assert body["verification"]["method"] == "internal"
     say(api_client, body["id"], "Is my engagement ring covered overseas?")
     say(api_client, body["id"], "What about my home?", policy_number="NW-HOM-310042")
-    audit = list(
-        PolicyAccess.objects.order_by("pk").values_list("event", "scope", "policy_number")
-    )
+    audit = list(PolicyAccess.objects.order_by("pk").values_list("event", "scope", "policy_number"))
     assert audit == [
         ("bound", "internal", "NW-CNT-410815"),
         ("schedule_read", "internal", "NW-CNT-410815"),

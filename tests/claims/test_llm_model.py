@@ -164,3 +164,17 @@ def test_the_model_server_down_is_a_stated_limitation_not_a_500(api_client, llm)
     assert body["citations"] == []
     assert body["pending_question"]["reason"] == "no_clause"
     assert any("model failed" in limitation for limitation in body["limitations"])
+
+
+def test_nothing_personal_is_sent_to_the_model(api_client, llm):
+    llm.clause_ids = ["MTR-BEN-03"]
+    llm.draft = "MTR-BEN-03 provides up to NZD 60 a day for up to 21 days."
+    message = (
+        "Kia ora, Hemi Parata here, 021 555 0142, licence cd234567. "
+        "Will my policy pay for a rental car while mine is repaired?"
+    )
+    say(api_client, start(api_client, "NW-MTR-204518"), message)
+    sent = json.dumps([request["body"] for request in llm.requests], ensure_ascii=False)
+    for token in ("Hemi", "Parata", "021 555 0142", "cd234567", "Aroha", "DEM518"):
+        assert token not in sent
+    assert "rental car" in sent
