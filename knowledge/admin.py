@@ -14,6 +14,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse, HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.http import urlencode
 
 from knowledge.clause_store import StorageClauseStore
 from knowledge.models import (
@@ -29,6 +30,7 @@ from knowledge.services.ingestion import (
     wording_version_check,
     wording_version_create,
     wording_version_discard,
+    wording_version_requeue,
 )
 from knowledge.services.releases import (
     release_approve,
@@ -38,7 +40,6 @@ from knowledge.services.releases import (
     release_withdraw,
 )
 from knowledge.storage import object_read_once
-from knowledge.tasks import wording_version_ingest_task
 from northwind.admin_errors import service_call
 from northwind.admin_history import ReadOnlyHistoryAdmin
 
@@ -235,31 +236,79 @@ class WordingVersionAdmin(ReadOnlyHistoryAdmin):
         # The admin goes on with ``obj`` (log entry, redirect): make it the row.
         obj.__dict__.update(created.__dict__)
 
-    def response_add(self, request, obj, post_url_continue=None):
-        # Ingestion runs when the upload's transaction commits, after this
-        # response is built (on a worker, later still): say it was queued and
-        # open the version's page, which shows its status and errors.
-        self.message_user(
-            request,
-            f"{obj} uploaded; ingestion is queued. This page shows its status and any errors.",
-        )
-        return HttpResponseRedirect(reverse("admin:knowledge_wordingversion_change", args=[obj.pk]))
+    def get_changeform_initial_data(self, request):
+        # "Upload a corrected file" links here with the failed version's
+        # document, label, window and channels filled in.
+        initial = super().get_changeform_initial_data(request)
+        if "channels" in request.GET:
+            initial["channels"] = request.GET["channels"].split(",")
+        return initial
 
-    def change_view(self, request, object_id, form_url="", extra_context=None):
-        version = self.get_object(request, object_id)
-        if version is not None and version.status == WordingVersion.Status.FAILED:
+    def response_add(self, request, obj, post_url_continue=None):
+        # Ingestion is dispatched when the upload's transaction commits, after
+        # this response is built, and runs on a worker later still (at once on
+        # the embedded default). Say nothing here: the version's page says the
+        # one state the version is in when it opens.
+        url = reverse("admin:knowledge_wordingversion_change", args=[obj.pk])
+        return HttpResponseRedirect(f"{url}?uploaded=1")
+
+    def _state_message(self, request, version: WordingVersion, *, just_uploaded: bool) -> None:
+        Status = WordingVersion.Status
+        if version.status == Status.FAILED:
             self.message_user(
                 request,
                 f"{version} failed ingestion with {len(version.validation_errors)} error(s); "
-                "nothing was published. Fix the source and upload it again under the same label.",
+                "nothing was published. Fix the source and upload a corrected file under the "
+                "same label.",
                 messages.ERROR,
             )
-        elif version is not None and version.status in (
-            WordingVersion.Status.UPLOADED,
-            WordingVersion.Status.INGESTING,
-        ):
-            self.message_user(request, f"{version} is {version.status}; reload to see progress.")
+        elif version.status == Status.UPLOADED and version.dispatched_at is None:
+            self.message_user(
+                request,
+                f"{version} is uploaded and waiting: its ingestion could not be handed to the "
+                "task queue yet (the broker is unreachable). It is dispatched automatically when "
+                "the broker is back; nothing is lost.",
+                messages.WARNING,
+            )
+        elif version.status == Status.UPLOADED:
+            self.message_user(
+                request, f"{version}: ingestion is queued; reload this page to see progress."
+            )
+        elif version.status == Status.INGESTING:
+            self.message_user(
+                request,
+                f"{version} is being ingested (attempt {version.ingest_attempt}); reload this "
+                "page to see progress.",
+            )
+        elif version.status == Status.INGESTED and just_uploaded:
+            self.message_user(
+                request,
+                f"{version} uploaded and ingested: {version.clauses.count()} clauses. "
+                "Check them below, then request a release.",
+                messages.SUCCESS,
+            )
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        version = self.get_object(request, object_id)
+        extra_context = extra_context or {}
+        if version is not None and request.method == "GET":
+            self._state_message(request, version, just_uploaded="uploaded" in request.GET)
+            replaceable = (WordingVersion.Status.FAILED, WordingVersion.Status.DISCARDED)
+            if version.status in replaceable and self.has_add_permission(request):
+                extra_context["corrected_upload_url"] = self.corrected_upload_url(version)
         return super().change_view(request, object_id, form_url, extra_context)
+
+    def corrected_upload_url(self, version: WordingVersion) -> str:
+        """The upload form, filled in to replace ``version`` under the same label."""
+        query = {
+            "document_id": version.document.document_id,
+            "label": version.label,
+            "effective_from": version.effective_from.isoformat(),
+            "channels": ",".join(version.channels),
+        }
+        if version.effective_to:
+            query["effective_to"] = version.effective_to.isoformat()
+        return f"{reverse('admin:knowledge_wordingversion_add')}?{urlencode(query)}"
 
     @admin.display(description="Source")
     def source_link(self, obj) -> str:
@@ -345,14 +394,32 @@ class WordingVersionAdmin(ReadOnlyHistoryAdmin):
             if call.ok:
                 self.message_user(request, f"{version}: discarded; its clause ids are free again.")
 
-    @admin.action(description="Ingest the selected versions again", permissions=["ingest"])
+    @admin.action(
+        description="Ingest the selected failed or stalled versions again", permissions=["ingest"]
+    )
     def ingest_again(self, request, queryset):
-        for version in queryset:
-            if version.status == WordingVersion.Status.INGESTED:
-                self.message_user(request, f"{version} is already ingested.", messages.WARNING)
+        for version in queryset.order_by("pk"):
+            sent = False
+            with service_call(request) as call:
+                sent = wording_version_requeue(version_id=version.pk, acting_user=request.user)
+            if not call.ok:
                 continue
-            wording_version_ingest_task.delay(version.pk)
-            self.message_user(request, f"{version}: ingestion started.")
+            version.refresh_from_db()
+            if not sent:
+                self.message_user(
+                    request,
+                    f"{version}: the task queue is unreachable; it stays uploaded and is "
+                    "dispatched automatically when the broker is back.",
+                    messages.WARNING,
+                )
+            elif version.status == WordingVersion.Status.FAILED:  # ran at once (embedded)
+                self.message_user(
+                    request, f"{version} failed again; see its errors.", messages.ERROR
+                )
+            elif version.status == WordingVersion.Status.INGESTED:
+                self.message_user(request, f"{version} ingested.")
+            else:
+                self.message_user(request, f"{version}: ingestion queued.")
 
 
 @admin.register(Clause)

@@ -81,12 +81,20 @@ class WordingVersion(models.Model):
     manifest_key = models.CharField(max_length=300, blank=True)
     embedding_model = models.CharField(max_length=100, blank=True)
     ingested_at = models.DateTimeField(null=True, blank=True)
+    # Ingestion bookkeeping (knowledge/services/ingestion.py): when the status
+    # last moved, when the task was last handed to the broker, a counter that
+    # makes each ingestion attempt's writes its own (a stale attempt never
+    # indexes), and how many attempts in a row stopped without finishing.
+    status_changed_at = models.DateTimeField(null=True, blank=True)
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    ingest_attempt = models.PositiveIntegerField(default=0)
+    ingest_stalls = models.PositiveSmallIntegerField(default=0)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
-    history = HistoricalRecords()
+    history = HistoricalRecords(excluded_fields=["dispatched_at"])
 
     class Meta:
         ordering = ["document__document_id", "effective_from", "label"]

@@ -103,6 +103,11 @@ def object_read_once(key: str) -> bytes:
         return handle.read()
 
 
+def object_delete(key: str) -> None:
+    """Delete ``key`` if it is there (deleting a missing object is not an error)."""
+    storage_call(lambda: default_storage.delete(key), what=f"delete {key}")
+
+
 def objects_list(prefix: str) -> list[str]:
     """Every key under ``prefix`` (which ends with '/'), sorted."""
 

@@ -197,7 +197,37 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_TIMEOUT = 3
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 3, "socket_timeout": 5}
+# Redis hands an unacknowledged message (late ack: the worker died mid-task)
+# to another worker after the visibility timeout. It must outlast the longest
+# task and any retry countdown, or a slow task runs twice; an hour (Redis's
+# default) strands a killed worker's ingestion that long. Ten minutes is many
+# times the longest ingestion measured (docs/reliability.md).
+CELERY_VISIBILITY_TIMEOUT = int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "600"))
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_connect_timeout": 3,
+    "socket_timeout": 5,
+    "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
+    # Look for abandoned messages every 30 s (kombu's default is 100 s).
+    "unacked_restore_interval": 10,
+    "unacked_restore_throttle": 3,
+}
+# Run by `celery -A northwind beat` (or a worker started with -B); without a
+# beat process, `manage.py sweep_ingestion` from cron does the same.
+CELERY_BEAT_SCHEDULE = {
+    "wording-ingestion-sweep": {
+        "task": "knowledge.wording_versions_sweep",
+        "schedule": float(os.environ.get("WORDING_INGEST_SWEEP_EVERY", "60")),
+    },
+}
+# The sweeper (knowledge.services.ingestion.wording_versions_sweep): a version
+# never handed to the broker is dispatched again after REQUEUE_AFTER seconds;
+# one ingesting longer than STALLED_AFTER (past the visibility timeout) has
+# stalled, and after MAX_STALLS stalls in a row it fails visibly.
+WORDING_INGEST_REQUEUE_AFTER = int(os.environ.get("WORDING_INGEST_REQUEUE_AFTER", "120"))
+WORDING_INGEST_STALLED_AFTER = int(
+    os.environ.get("WORDING_INGEST_STALLED_AFTER", str(CELERY_VISIBILITY_TIMEOUT + 300))
+)
+WORDING_INGEST_MAX_STALLS = int(os.environ.get("WORDING_INGEST_MAX_STALLS", "3"))
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

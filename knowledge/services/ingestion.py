@@ -1,10 +1,21 @@
 """Upload and ingest wording versions.
 
-Ingestion reads the source from object storage, parses and validates it,
-writes every clause whole as its own content-addressed object, writes the
-manifest last, and only then indexes the clauses in the database in one
-transaction. A failure at any step leaves the version ``failed`` with its
-errors and no clause rows; releases that were serving keep serving.
+Ingestion reads the source from object storage, checks that the database can
+store it, parses and validates it, writes every clause whole as its own
+content-addressed object, writes the manifest last, and only then indexes the
+clauses in the database in one transaction. A failure at any step leaves the
+version ``failed`` with its errors and no clause rows; releases that were
+serving keep serving.
+
+Nothing strands a version. Each attempt takes a number under the row lock;
+only the attempt holding the current number may finish or fail the version,
+so a stale attempt (a redelivered task, a worker that hung) never overwrites
+a newer one. Objects a failed attempt wrote are content-addressed, so the
+next attempt reuses them. A version whose task could not be handed to the
+broker stays ``uploaded``; ``wording_versions_sweep`` (Celery beat, or
+``manage.py sweep_ingestion``) dispatches it again when the broker is back
+and fails visibly a version whose attempts keep stopping without finishing.
+Any version that was never released can be discarded, whatever its state.
 """
 
 from __future__ import annotations
@@ -13,17 +24,25 @@ import hashlib
 import json
 import logging
 import re
+import unicodedata
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime, timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 from simple_history.utils import bulk_create_with_history
 
 from knowledge.models import DOCUMENT_LINES, Channel, Clause, WordingDocument, WordingVersion
-from knowledge.storage import StorageUnavailable, object_read, object_write_once
+from knowledge.storage import (
+    StorageUnavailable,
+    object_delete,
+    object_read,
+    object_write_once,
+    objects_list,
+)
 from knowledge.wording_format import IdHistory, ParsedWording, wording_parse
 from northwind.errors import PermissionDenied, ServiceError
 
@@ -47,7 +66,9 @@ class IngestResult:
     """What one ingestion run did.
 
     ``outcome`` is ``ingested`` (clauses indexed now), ``unchanged`` (already
-    ingested from this source: nothing written) or ``failed`` (see errors).
+    ingested from this source: nothing written), ``failed`` (see errors) or
+    ``superseded`` (the version was discarded, replaced or taken over by a
+    newer attempt while this one ran: this attempt changed nothing).
     """
 
     outcome: str
@@ -60,6 +81,97 @@ class IngestResult:
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+# The history's change reason is a short column (django-simple-history: 100).
+CHANGE_REASON_MAX = 100
+# Line breaks and tabs are text; every other control character is not, and
+# PostgreSQL cannot store NUL at all (in text or in JSON). U+2028 and U+2029
+# would make Python's line numbers differ from the editor's.
+_ALLOWED_CONTROLS = frozenset("\t\r")
+_CONTROL_NAMES = {0: "NUL", 0x1B: "ESC", 0x7F: "DEL", 0x0B: "vertical tab", 0x0C: "form feed"}
+MAX_SOURCE_ERRORS = 50
+
+
+def _printable(text: str, limit: int = 500) -> str:
+    """``text`` without control characters, cut to ``limit``: safe in any column."""
+    clean = "".join(c if c in "\n\t" or unicodedata.category(c) != "Cc" else "\ufffd" for c in text)
+    return clean if len(clean) <= limit else clean[: limit - 1] + "\u2026"
+
+
+def _reason(text: str) -> str:
+    return _printable(" ".join(text.split()), CHANGE_REASON_MAX)
+
+
+def _character_name(char: str) -> str:
+    code = ord(char)
+    name = _CONTROL_NAMES.get(code) or unicodedata.name(char, "a control character")
+    return f"U+{code:04X} ({name})"
+
+
+def source_text_errors(text: str) -> list[dict]:
+    """Line-numbered errors for characters a wording source may not hold.
+
+    Checked before anything is parsed or written: a NUL byte (often a file
+    saved as UTF-16, or text pasted from a PDF) cannot be stored by
+    PostgreSQL, and other control characters are invisible in an editor.
+    Lines are counted as an editor counts them.
+    """
+    errors: list[dict] = []
+    bad_lines = 0
+    for number, line in enumerate(text.split("\n"), start=1):
+        bad = [
+            (column, char)
+            for column, char in enumerate(line, start=1)
+            if (unicodedata.category(char) == "Cc" and char not in _ALLOWED_CONTROLS)
+            or char in "\u2028\u2029"
+        ]
+        if not bad:
+            continue
+        bad_lines += 1
+        if len(errors) >= MAX_SOURCE_ERRORS:
+            continue
+        column, char = bad[0]
+        more = f" and {len(bad) - 1} more on this line" if len(bad) > 1 else ""
+        errors.append(
+            {
+                "line": number,
+                "message": (
+                    f"column {column}: the character {_character_name(char)} is not allowed in "
+                    f"a wording source{more}; save the file as plain UTF-8 text"
+                    + (" (a NUL often means the file was saved as UTF-16)" if char == "\0" else "")
+                ),
+            }
+        )
+    if bad_lines > len(errors):
+        errors.append(
+            {
+                "line": None,
+                "message": f"{bad_lines - len(errors)} more lines hold characters not allowed",
+            }
+        )
+    return errors
+
+
+def storable_errors(parsed: ParsedWording) -> list[dict]:
+    """Errors for parsed values longer than the database columns that hold them."""
+    errors = []
+    for clause in parsed.clauses:
+        for name in ("clause_id", "title", "schedule_section"):
+            value = getattr(clause, name)
+            limit = Clause._meta.get_field(name).max_length
+            if limit and len(value) > limit:
+                label = name.replace("_", " ")
+                errors.append(
+                    {
+                        "line": clause.heading_line,
+                        "message": (
+                            f"{clause.clause_id[:20]}: the {label} is {len(value)} characters "
+                            f"long; the most is {limit}"
+                        ),
+                    }
+                )
+    return errors
 
 
 def document_line(document_id: str) -> str:
@@ -115,10 +227,10 @@ def wording_version_create(
 
     ``acting_user`` None is an operator on the command line. With
     ``queue_ingestion=False`` the caller runs ``wording_version_ingest``
-    itself (the command and the demo do, without a broker).
+    itself (the command and the demo do, without a broker). The task is
+    handed to the broker when the transaction commits; if the broker is
+    down the version stays ``uploaded`` and the sweeper dispatches it later.
     """
-    from knowledge.tasks import wording_version_ingest_task
-
     if acting_user is not None and not acting_user.has_perm("knowledge.add_wordingversion"):
         raise PermissionDenied("You do not have permission to upload wording versions.")
     line = wording_version_check(
@@ -164,13 +276,18 @@ def wording_version_create(
         version.status = (
             WordingVersion.Status.FAILED if stored_error else WordingVersion.Status.UPLOADED
         )
+        version.status_changed_at = timezone.now()
+        version.dispatched_at = None
+        version.ingest_stalls = 0
         version.validation_errors = [stored_error] if stored_error else []
         version.created_by = acting_user
         version.source.name = "" if stored_error else key
         verb = f"Replaced the {replaced_status} source with" if replaced else "Uploaded"
-        by = " by an operator on the command line" if acting_user is None else ""
-        version._change_reason = f"{verb} {filename}{by}" + (
-            " (not stored)" if stored_error else ""
+        by = " on the command line" if acting_user is None else ""
+        suffix = f"{by}{' (not stored)' if stored_error else ''}"
+        version._change_reason = _reason(
+            f"{verb} {_printable(filename, CHANGE_REASON_MAX - len(verb) - len(suffix) - 2)}"
+            f"{suffix}"
         )
         try:
             version.full_clean(exclude=["source"])
@@ -179,8 +296,61 @@ def wording_version_create(
         version.save()
         if queue_ingestion and not stored_error:
             pk = version.pk
-            transaction.on_commit(lambda: wording_version_ingest_task.delay(pk))
+            transaction.on_commit(lambda: wording_version_dispatch(version_id=pk))
     return version
+
+
+# How long a publish may try before the upload gives up and leaves the
+# version to the sweeper: an unreachable broker costs the editor about a
+# second, not Celery's default retries (19 s measured, then a 500).
+DISPATCH_RETRY_POLICY = {
+    "max_retries": 1,
+    "interval_start": 0.2,
+    "interval_step": 0.2,
+    "interval_max": 0.2,
+}
+
+
+def _broker_errors() -> tuple[type[BaseException], ...]:
+    from kombu.exceptions import OperationalError as KombuOperationalError
+
+    errors: list[type[BaseException]] = [KombuOperationalError, ConnectionError, TimeoutError]
+    try:
+        import redis.exceptions
+
+        errors += [redis.exceptions.ConnectionError, redis.exceptions.TimeoutError]
+    except ImportError:  # another broker: kombu wraps its errors
+        pass
+    return tuple(errors)
+
+
+def wording_version_dispatch(*, version_id: int) -> bool:
+    """Hand a version's ingestion to the broker; True if it was sent.
+
+    Never raises for an unreachable broker: the version stays ``uploaded``
+    with no ``dispatched_at``, its page says so, and the sweeper sends it
+    again when the broker is back. On the embedded default the task runs
+    here and now (Celery eager).
+    """
+    from knowledge.tasks import wording_version_ingest_task
+
+    try:
+        wording_version_ingest_task.apply_async(
+            (version_id,), retry=True, retry_policy=DISPATCH_RETRY_POLICY
+        )
+    except _broker_errors() as exc:
+        logger.warning(
+            "ingestion: version %s stays uploaded, the broker is unreachable (%s: %s); "
+            "the sweeper dispatches it when the broker is back",
+            version_id,
+            type(exc).__name__,
+            str(exc)[:200],
+        )
+        return False
+    WordingVersion.objects.filter(pk=version_id, status=WordingVersion.Status.UPLOADED).update(
+        dispatched_at=timezone.now()
+    )
+    return True
 
 
 def clause_embeddings_compute(texts: list[str]) -> list[bytes | None]:
@@ -277,88 +447,231 @@ def _manifest(version: WordingVersion, parsed: ParsedWording, keys: dict[str, st
     return json.dumps(body, indent=2, ensure_ascii=False, sort_keys=True).encode("utf-8")
 
 
-def _fail(version_id: int, errors: list[dict], reason: str) -> IngestResult:
+@dataclass(frozen=True)
+class _Attempt:
+    """One ingestion attempt: the version as it started and the attempt's number."""
+
+    version: WordingVersion
+    number: int
+
+
+def _is_current(locked: WordingVersion, attempt: _Attempt) -> bool:
+    return (
+        locked.status == WordingVersion.Status.INGESTING
+        and locked.ingest_attempt == attempt.number
+        and locked.source_sha256 == attempt.version.source_sha256
+    )
+
+
+def _superseded(version_id: int, why: str) -> IngestResult:
+    logger.info("ingestion: version %s: this attempt stops, %s", version_id, why)
+    return IngestResult(outcome="superseded", version_id=version_id)
+
+
+def _stall_limit() -> int:
+    return int(getattr(settings, "WORDING_INGEST_MAX_STALLS", 3))
+
+
+def _stalled_message(stalls: int) -> str:
+    return (
+        f"Ingestion started {stalls} times without finishing (a worker stopped or hung each "
+        "time); nothing was published. Ingest it again, upload a corrected file, or discard it."
+    )
+
+
+def _attempt_start(version_id: int) -> _Attempt | IngestResult:
+    """Take the next attempt number under the row lock and mark the version ``ingesting``.
+
+    A version found ``ingesting`` lost its previous attempt (a worker killed
+    mid-task; the broker redelivered the task): that counts as a stall, and
+    after ``WORDING_INGEST_MAX_STALLS`` of them the version fails visibly
+    instead of being tried for ever.
+    """
     with transaction.atomic():
-        version = WordingVersion.objects.select_for_update().get(pk=version_id)
-        if version.status == WordingVersion.Status.INGESTED:
+        locked = (
+            WordingVersion.objects.select_for_update().select_related("document").get(pk=version_id)
+        )
+        if locked.status == WordingVersion.Status.INGESTED:
+            return IngestResult(
+                outcome="unchanged",
+                version_id=locked.pk,
+                clause_count=locked.clauses.count(),
+                storage_prefix=locked.storage_prefix,
+                manifest_key=locked.manifest_key,
+            )
+        if locked.status == WordingVersion.Status.DISCARDED:
+            return _superseded(version_id, "the version was discarded")
+        now = timezone.now()
+        if locked.status == WordingVersion.Status.INGESTING:
+            locked.ingest_stalls += 1
+            if locked.ingest_stalls >= _stall_limit():
+                locked.status = WordingVersion.Status.FAILED
+                locked.status_changed_at = now
+                locked.validation_errors = [
+                    {"line": None, "message": _stalled_message(locked.ingest_stalls)}
+                ]
+                locked._change_reason = f"Failed: {locked.ingest_stalls} attempts never finished"
+                locked.save(
+                    update_fields=[
+                        "status",
+                        "status_changed_at",
+                        "validation_errors",
+                        "ingest_stalls",
+                    ]
+                )
+                return IngestResult(
+                    outcome="failed",
+                    version_id=version_id,
+                    storage_prefix=locked.storage_prefix,
+                    errors=tuple(locked.validation_errors),
+                )
+        lost = locked.status == WordingVersion.Status.INGESTING
+        locked.ingest_attempt += 1
+        locked.status = WordingVersion.Status.INGESTING
+        locked.status_changed_at = now
+        locked.validation_errors = []
+        locked._change_reason = _reason(
+            f"Ingestion attempt {locked.ingest_attempt} started"
+            + (" (the previous one never finished)" if lost else "")
+        )
+        locked.save(
+            update_fields=[
+                "status",
+                "status_changed_at",
+                "validation_errors",
+                "ingest_attempt",
+                "ingest_stalls",
+            ]
+        )
+    return _Attempt(version=locked, number=locked.ingest_attempt)
+
+
+def _fail(attempt: _Attempt, errors: list[dict], reason: str) -> IngestResult:
+    """Record this attempt's failure, unless a newer attempt or a discard took over."""
+    version_id = attempt.version.pk
+    safe = [
+        {"line": e.get("line"), "message": _printable(str(e.get("message", "")))} for e in errors
+    ]
+    with transaction.atomic():
+        locked = WordingVersion.objects.select_for_update().get(pk=version_id)
+        if locked.status == WordingVersion.Status.INGESTED:
             # Another run finished first; its clauses stand.
             return IngestResult(outcome="unchanged", version_id=version_id)
-        version.status = WordingVersion.Status.FAILED
-        version.validation_errors = errors
-        version._change_reason = reason
-        version.save(update_fields=["status", "validation_errors"])
+        if not _is_current(locked, attempt):
+            return _superseded(version_id, f"it failed after being superseded ({reason})")
+        locked.status = WordingVersion.Status.FAILED
+        locked.status_changed_at = timezone.now()
+        locked.ingest_stalls = 0
+        locked.validation_errors = safe
+        locked._change_reason = _reason(reason)
+        locked.save(
+            update_fields=["status", "status_changed_at", "ingest_stalls", "validation_errors"]
+        )
     logger.warning(
-        "ingestion: %s failed: %s", version, "; ".join(str(e["message"]) for e in errors[:5])
+        "ingestion: %s failed: %s",
+        attempt.version,
+        "; ".join(str(e["message"]) for e in safe[:5]),
     )
     return IngestResult(
         outcome="failed",
         version_id=version_id,
-        storage_prefix=version.storage_prefix,
-        errors=tuple(errors),
+        storage_prefix=attempt.version.storage_prefix,
+        errors=tuple(safe),
     )
 
 
 def wording_version_ingest(*, version_id: int) -> IngestResult:
-    """Ingest one version: all or nothing, and idempotent.
+    """Ingest one version: all or nothing, idempotent, and never stranded.
 
     Re-running on a version already ingested from the same source writes
-    nothing and changes no row.
+    nothing and changes no row. An unexpected error fails the version
+    visibly; only a lost database connection propagates (the task retries
+    it, and the sweeper settles what is left ``ingesting``).
     """
-    version = WordingVersion.objects.select_related("document").get(pk=version_id)
-    if version.status == WordingVersion.Status.INGESTED:
-        return IngestResult(
-            outcome="unchanged",
-            version_id=version.pk,
-            clause_count=version.clauses.count(),
-            storage_prefix=version.storage_prefix,
-            manifest_key=version.manifest_key,
+    started = _attempt_start(version_id)
+    if isinstance(started, IngestResult):
+        return started
+    try:
+        return _attempt_run(started)
+    except (OperationalError, InterfaceError):
+        raise
+    except Exception as exc:
+        logger.exception("ingestion: %s stopped on an unexpected error", started.version)
+        return _fail(
+            started,
+            [
+                {
+                    "line": None,
+                    "message": (
+                        f"Ingestion stopped on an unexpected error ({type(exc).__name__}); "
+                        "nothing was published. The server log has the details; ingest it "
+                        "again or upload a corrected file."
+                    ),
+                }
+            ],
+            f"Unexpected error: {type(exc).__name__}",
         )
-    with transaction.atomic():
-        locked = WordingVersion.objects.select_for_update().get(pk=version_id)
-        if locked.status == WordingVersion.Status.INGESTED:
-            return wording_version_ingest(version_id=version_id)
-        locked.status = WordingVersion.Status.INGESTING
-        locked.validation_errors = []
-        locked._change_reason = "Ingestion started"
-        locked.save(update_fields=["status", "validation_errors"])
 
+
+def _attempt_run(attempt: _Attempt) -> IngestResult:
+    version = attempt.version
+    version_id = version.pk
     # No transaction is open from here to the final save: storage I/O only.
     if not version.source.name:
         return _fail(
-            version_id,
-            version.validation_errors
-            or [{"line": None, "message": "The source was never stored; upload it again."}],
+            attempt,
+            [{"line": None, "message": "The source was never stored; upload it again."}],
             "No source",
         )
     try:
         source = object_read(version.source.name)
     except StorageUnavailable as exc:
-        return _fail(version_id, [{"line": None, "message": str(exc)}], "Source unreadable")
+        return _fail(attempt, [{"line": None, "message": str(exc)}], "Source unreadable")
     if _sha256(source) != version.source_sha256:
         return _fail(
-            version_id,
+            attempt,
             [{"line": None, "message": "The stored source does not match its checksum."}],
             "Source checksum mismatch",
         )
     try:
         text = source.decode("utf-8")
     except UnicodeDecodeError as exc:
+        line = source[: exc.start].count(b"\n") + 1
         return _fail(
-            version_id,
-            [{"line": None, "message": f"The source is not UTF-8 text ({exc.reason})."}],
+            attempt,
+            [
+                {
+                    "line": line,
+                    "message": (
+                        f"the source is not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                        "save the file as plain UTF-8 text"
+                    ),
+                }
+            ],
             "Source not UTF-8",
         )
+    text = text.removeprefix("\ufeff")  # a byte-order mark some editors write
+
+    # Before anything is parsed or written: what the database cannot store.
+    unstorable = source_text_errors(text)
+    if unstorable:
+        return _fail(attempt, unstorable, "Characters not allowed: nothing published")
 
     parsed = wording_parse(text, line=version.document.line, history=_id_history(version))
     if not parsed.ok:
         return _fail(
-            version_id, [e.as_dict() for e in parsed.errors], "Validation failed: nothing published"
+            attempt, [e.as_dict() for e in parsed.errors], "Validation failed: nothing published"
         )
+    too_long = storable_errors(parsed)
+    if too_long:
+        return _fail(attempt, too_long, "Validation failed: nothing published")
 
     embeddings = clause_embeddings_compute([f"{c.title}\n\n{c.body}" for c in parsed.clauses])
     passages = passage_embeddings_compute([(c.title, c.body) for c in parsed.clauses])
     model_name = _embedding_model_name() if any(e is not None for e in embeddings) else ""
 
+    # Content-addressed keys: a retry after a failed attempt finds the objects
+    # it wrote and writes only what is missing.
     prefix = version.storage_prefix
     keys = {
         c.clause_id: f"{prefix}clauses/{c.clause_id}-{c.sha256[:16]}.md" for c in parsed.clauses
@@ -370,12 +683,20 @@ def wording_version_ingest(*, version_id: int) -> IngestResult:
             object_write_once(keys[clause.clause_id], clause.text.encode("utf-8"))
         object_write_once(manifest_key, manifest)  # last: its presence means complete
     except StorageUnavailable as exc:
-        return _fail(version_id, [{"line": None, "message": str(exc)}], "Storage unavailable")
+        return _fail(attempt, [{"line": None, "message": str(exc)}], "Storage unavailable")
 
     with transaction.atomic():
         locked = WordingVersion.objects.select_for_update().get(pk=version_id)
         if locked.status == WordingVersion.Status.INGESTED:
-            return wording_version_ingest(version_id=version_id)
+            return IngestResult(
+                outcome="unchanged",
+                version_id=version_id,
+                clause_count=locked.clauses.count(),
+                storage_prefix=prefix,
+                manifest_key=locked.manifest_key,
+            )
+        if not _is_current(locked, attempt):
+            return _superseded(version_id, "a newer attempt or a discard took over")
         locked.clauses.all().delete()
         rows = [
             Clause(
@@ -398,6 +719,8 @@ def wording_version_ingest(*, version_id: int) -> IngestResult:
         ]
         bulk_create_with_history(rows, Clause, default_change_reason="Ingested")
         locked.status = WordingVersion.Status.INGESTED
+        locked.status_changed_at = timezone.now()
+        locked.ingest_stalls = 0
         locked.validation_errors = []
         locked.manifest_key = manifest_key
         locked.embedding_model = model_name
@@ -406,6 +729,8 @@ def wording_version_ingest(*, version_id: int) -> IngestResult:
         locked.save(
             update_fields=[
                 "status",
+                "status_changed_at",
+                "ingest_stalls",
                 "validation_errors",
                 "manifest_key",
                 "embedding_model",
@@ -414,7 +739,7 @@ def wording_version_ingest(*, version_id: int) -> IngestResult:
         )
         document = locked.document
         if not document.title and parsed.title:
-            document.title = parsed.title[:200]
+            document.title = _printable(parsed.title, 200)
             document._change_reason = "Title from the first ingested version"
             document.save(update_fields=["title"])
     logger.info("ingestion: %s ingested, %s clauses under %s", version, len(rows), prefix)
@@ -427,14 +752,176 @@ def wording_version_ingest(*, version_id: int) -> IngestResult:
     )
 
 
+def wording_version_requeue(*, version_id: int, acting_user: AbstractBaseUser) -> bool:
+    """Ingest a failed or stranded version again from its stored source.
+
+    The version goes back to ``uploaded`` (its stall count cleared) and is
+    dispatched; True if the broker took it. An ingested or discarded version
+    is refused.
+    """
+    if not acting_user.has_perm("knowledge.change_wordingversion"):
+        raise PermissionDenied("You do not have permission to ingest wording versions.")
+    again = (
+        WordingVersion.Status.FAILED,
+        WordingVersion.Status.UPLOADED,
+        WordingVersion.Status.INGESTING,
+    )
+    with transaction.atomic():
+        locked = WordingVersion.objects.select_for_update().get(pk=version_id)
+        if locked.status not in again:
+            raise WordingError(
+                f"{locked} is {locked.get_status_display().lower()}; only a failed, uploaded or "
+                "stalled version is ingested again.",
+                code="version_not_requeueable",
+            )
+        if not locked.source.name:
+            raise WordingError(
+                f"{locked} has no stored source; upload a corrected file.", code="no_source"
+            )
+        locked.status = WordingVersion.Status.UPLOADED
+        locked.status_changed_at = timezone.now()
+        locked.ingest_stalls = 0
+        locked.dispatched_at = None
+        locked._change_reason = _reason(f"Ingest again, asked by {acting_user}")
+        locked.save(update_fields=["status", "status_changed_at", "ingest_stalls", "dispatched_at"])
+    return wording_version_dispatch(version_id=version_id)
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """What one sweep did: versions dispatched again, failed, or left waiting."""
+
+    dispatched: tuple[int, ...] = ()
+    failed: tuple[int, ...] = ()
+    undispatched: tuple[int, ...] = ()
+
+
+def wording_versions_sweep(
+    *,
+    now: datetime | None = None,
+    requeue_after: timedelta | None = None,
+    stalled_after: timedelta | None = None,
+    max_stalls: int | None = None,
+) -> SweepResult:
+    """Settle versions stuck in ``uploaded`` or ``ingesting``.
+
+    - ``uploaded`` and never handed to the broker (it was down) for longer
+      than ``requeue_after``, or handed over longer than ``stalled_after``
+      ago and still not started: dispatched again.
+    - ``ingesting`` for longer than ``stalled_after`` (its worker died or
+      hung): one more stall; below ``max_stalls`` it goes back to
+      ``uploaded`` and is dispatched, at the limit it fails visibly with a
+      message saying what to do.
+
+    The defaults come from the settings ``WORDING_INGEST_REQUEUE_AFTER``,
+    ``WORDING_INGEST_STALLED_AFTER`` (seconds) and
+    ``WORDING_INGEST_MAX_STALLS``. ``stalled_after`` is longer than the
+    broker's visibility timeout, so the broker's own redelivery of a task
+    whose worker died gets the first chance.
+    """
+    now = now or timezone.now()
+    if requeue_after is None:
+        requeue_after = timedelta(seconds=settings.WORDING_INGEST_REQUEUE_AFTER)
+    if stalled_after is None:
+        stalled_after = timedelta(seconds=settings.WORDING_INGEST_STALLED_AFTER)
+    limit = _stall_limit() if max_stalls is None else max_stalls
+    Status = WordingVersion.Status
+
+    to_dispatch: list[int] = []
+    failed: list[int] = []
+    waiting = WordingVersion.objects.filter(status=Status.UPLOADED).order_by("pk")
+    for version in waiting:
+        changed = version.status_changed_at or version.created_at
+        never_sent = version.dispatched_at is None and changed <= now - requeue_after
+        not_taken = version.dispatched_at is not None and version.dispatched_at <= (
+            now - stalled_after
+        )
+        if never_sent or not_taken:
+            to_dispatch.append(version.pk)
+
+    stuck = WordingVersion.objects.filter(
+        status=Status.INGESTING, status_changed_at__lte=now - stalled_after
+    ).order_by("pk")
+    for pk in stuck.values_list("pk", flat=True):
+        with transaction.atomic():
+            locked = WordingVersion.objects.select_for_update().get(pk=pk)
+            changed = locked.status_changed_at
+            if locked.status != Status.INGESTING or (changed and changed > now - stalled_after):
+                continue  # it moved on while the sweep looked
+            locked.ingest_stalls += 1
+            locked.status_changed_at = timezone.now()
+            since = f"ingesting since {changed:%Y-%m-%d %H:%M} UTC" if changed else "ingesting"
+            if locked.ingest_stalls >= limit:
+                locked.status = Status.FAILED
+                locked.validation_errors = [
+                    {"line": None, "message": _stalled_message(locked.ingest_stalls)}
+                ]
+                locked._change_reason = _reason(f"Failed by the sweeper: {since}")
+                failed.append(pk)
+            else:
+                locked.status = Status.UPLOADED
+                locked.dispatched_at = None
+                locked._change_reason = _reason(f"Queued again by the sweeper: {since}")
+                to_dispatch.append(pk)
+            locked.save(
+                update_fields=[
+                    "status",
+                    "status_changed_at",
+                    "ingest_stalls",
+                    "validation_errors",
+                    "dispatched_at",
+                ]
+            )
+
+    dispatched: list[int] = []
+    undispatched: list[int] = []
+    for pk in to_dispatch:
+        (dispatched if wording_version_dispatch(version_id=pk) else undispatched).append(pk)
+    if dispatched or failed or undispatched:
+        logger.warning(
+            "ingestion sweep: dispatched %s, failed %s, broker unreachable for %s",
+            dispatched,
+            failed,
+            undispatched,
+        )
+    return SweepResult(
+        dispatched=tuple(dispatched), failed=tuple(failed), undispatched=tuple(undispatched)
+    )
+
+
+def _objects_prune(version: WordingVersion) -> int:
+    """Delete the clause objects and manifests under a discarded version's prefix.
+
+    Sources are kept (the version page reads them back). Storage I/O only;
+    an outage leaves the objects, which are harmless: nothing indexes them,
+    and a later upload under the label reuses what matches.
+    """
+    prefix = version.storage_prefix
+    removed = 0
+    try:
+        for key in objects_list(prefix):
+            if key.startswith(f"{prefix}source-"):
+                continue
+            object_delete(key)
+            removed += 1
+    except (StorageUnavailable, OSError) as exc:
+        logger.warning("ingestion: objects of %s left in storage (%s)", version, exc)
+    except Exception as exc:  # listing on S3 raises botocore errors, not OSError
+        logger.warning("ingestion: objects of %s left in storage (%s)", version, exc)
+    return removed
+
+
 def wording_version_discard(*, version_id: int, acting_user, reason: str) -> WordingVersion:
-    """Discard an ingested version that was never released.
+    """Discard a version that was never released, whatever its state.
 
     A version ingested by mistake would otherwise reserve its clause ids for
-    good (ids are only appended and never reused). Once discarded its clause
-    rows are gone, its ids no longer count in the id history, and its label
-    may take a corrected source. A version with any release that was
-    requested and not cancelled cannot be discarded: it may have been served.
+    good (ids are only appended and never reused); a version stranded in
+    ``uploaded`` or ``ingesting`` would block its label. Once discarded its
+    clause rows and objects are gone, its ids no longer count in the id
+    history, an ingestion attempt still running for it changes nothing, and
+    its label may take a corrected source. A version with any release that
+    was requested and not cancelled cannot be discarded: it may have been
+    served.
     """
     from knowledge.models import Release
 
@@ -443,11 +930,11 @@ def wording_version_discard(*, version_id: int, acting_user, reason: str) -> Wor
     if not reason.strip():
         raise WordingError("Say why the version is discarded.")
     with transaction.atomic():
-        version = WordingVersion.objects.select_for_update().get(pk=version_id)
-        if version.status not in (WordingVersion.Status.INGESTED, WordingVersion.Status.FAILED):
-            raise WordingError(
-                f"{version} is {version.status}; only ingested or failed versions can be discarded."
-            )
+        version = (
+            WordingVersion.objects.select_for_update().select_related("document").get(pk=version_id)
+        )
+        if version.status == WordingVersion.Status.DISCARDED:
+            raise WordingError(f"{version} is already discarded.", code="already_discarded")
         if version.releases.exclude(status=Release.Status.DRAFT).exists():
             raise WordingError(
                 f"{version} has been requested for release; a version that may have been "
@@ -455,6 +942,8 @@ def wording_version_discard(*, version_id: int, acting_user, reason: str) -> Wor
             )
         version.clauses.all().delete()
         version.status = WordingVersion.Status.DISCARDED
-        version._change_reason = f"Discarded by {acting_user}: {reason.strip()}"
-        version.save(update_fields=["status"])
+        version.status_changed_at = timezone.now()
+        version._change_reason = _reason(f"Discarded by {acting_user}: {reason.strip()}")
+        version.save(update_fields=["status", "status_changed_at"])
+    _objects_prune(version)
     return version

@@ -14,7 +14,7 @@ from knowledge.services.releases import release_request
 from tests.knowledge.conftest import COV_01, VALID, clause, ingested_version, wording
 
 
-def upload(client, text: str, label: str = "2026.2"):
+def upload(client, text: str, label: str = "2026.2", *, follow: bool = True, **fields):
     return client.post(
         reverse("admin:knowledge_wordingversion_add"),
         {
@@ -24,9 +24,17 @@ def upload(client, text: str, label: str = "2026.2"):
             "effective_from": "2026-07-01",
             "effective_to": "",
             "channels": ["direct", "broker"],
+            **fields,
         },
-        follow=True,
+        follow=follow,
     )
+
+
+def upload_then_open(client, text: str, label: str = "2026.2", **fields):
+    """Upload as a browser does: the POST commits (and dispatches), then the redirect opens."""
+    response = upload(client, text, label, follow=False, **fields)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    return client.get(response["Location"])
 
 
 def texts(response) -> list[str]:
@@ -41,15 +49,17 @@ def test_an_editor_uploads_a_version_and_ingestion_starts(
     assert client.get(reverse("admin:knowledge_wordingversion_add")).status_code == 200
     # when
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        response = upload(client, VALID)
-    # then ingestion was queued on commit (and ran: Celery is eager here)
-    assert response.status_code == 200
+        response = upload(client, VALID, follow=False)
+    # then ingestion was dispatched on commit (and ran: Celery is eager here)
     assert len(callbacks) == 1
-    assert (
-        "NW-MOTOR 2026.2 uploaded; ingestion is queued. This page shows its status and any errors."
-        in texts(response)
-    )
-    assert response.redirect_chain[-1][0].endswith("/change/")  # the version's own page
+    assert response.status_code == 302
+    assert "/change/" in response["Location"]  # the version's own page
+    page = client.get(response["Location"])
+    # and the page says the one state the version is in
+    assert texts(page) == [
+        "NW-MOTOR 2026.2 uploaded and ingested: 4 clauses. Check them below, then request a "
+        "release."
+    ]
     version = WordingVersion.objects.get(label="2026.2")
     assert version.status == "ingested"
     assert version.created_by == users["editor"]
@@ -63,19 +73,109 @@ def test_an_editor_uploads_a_version_and_ingestion_starts(
 def test_a_malformed_upload_shows_its_errors(client, users, django_capture_on_commit_callbacks):
     client.force_login(users["editor"])
     with django_capture_on_commit_callbacks(execute=True):
-        upload(client, wording(COV_01, clause("MTR-COV-02", title="Alternative transport")))
+        response = upload(
+            client,
+            wording(COV_01, clause("MTR-COV-02", title="Alternative transport")),
+            follow=False,
+        )
     version = WordingVersion.objects.get(label="2026.2")
     assert version.status == "failed"
-    listing = client.get(reverse("admin:knowledge_wordingversion_changelist"))
-    assert b"Failed" in listing.content
-    page = client.get(reverse("admin:knowledge_wordingversion_change", args=[version.pk]))
+    # the page opened after the upload shows one state, the failure: no green "queued"
+    page = client.get(response["Location"])
+    assert texts(page) == [
+        "NW-MOTOR 2026.2 failed ingestion with 1 error(s); nothing was published. Fix the source "
+        "and upload a corrected file under the same label."
+    ]
+    assert "messagelist" in page.content.decode()
+    assert 'class="success"' not in page.content.decode()
     assert (
         "line 10: title &#x27;Alternative transport&#x27; is a bare label" in page.content.decode()
     )
-    assert (
-        "NW-MOTOR 2026.2 failed ingestion with 1 error(s); nothing was published. Fix the source "
-        "and upload it again under the same label." in texts(page)
+    listing = client.get(reverse("admin:knowledge_wordingversion_changelist"))
+    assert b"Failed" in listing.content
+
+
+@pytest.mark.django_db
+def test_a_failed_version_offers_to_upload_a_corrected_file_under_its_label(
+    client, users, django_capture_on_commit_callbacks
+):
+    # given a failed upload with its own window and channels
+    client.force_login(users["editor"])
+    with django_capture_on_commit_callbacks(execute=True):
+        upload(
+            client,
+            wording(COV_01, clause("MTR-COV-02", title="Alternative transport")),
+            "2026.3",
+            follow=False,
+            effective_from="2026-08-01",
+            effective_to="2027-08-01",
+            channels=["broker"],
+        )
+    failed = WordingVersion.objects.get(label="2026.3")
+    assert failed.status == "failed"
+    # when the editor opens it, the page offers the corrected upload, filled in
+    page = client.get(reverse("admin:knowledge_wordingversion_change", args=[failed.pk]))
+    html = page.content.decode()
+    assert "Upload a corrected file" in html
+    link = html.split("Upload a corrected file")[0].rsplit('href="', 1)[1].split('"')[0]
+    link = link.replace("&amp;", "&")
+    form = client.get(link)
+    assert form.status_code == 200
+    initial = form.context["adminform"].form.initial
+    assert initial["document_id"] == "NW-MOTOR"
+    assert initial["label"] == "2026.3"
+    assert initial["effective_from"] == "2026-08-01"
+    assert initial["effective_to"] == "2027-08-01"
+    assert initial["channels"] == ["broker"]
+    # and the corrected file replaces the failed version under the same label
+    with django_capture_on_commit_callbacks(execute=True):
+        response = upload(
+            client,
+            VALID,
+            "2026.3",
+            follow=False,
+            effective_from="2026-08-01",
+            effective_to="2027-08-01",
+            channels=["broker"],
+        )
+    page = client.get(response["Location"])
+    replaced = WordingVersion.objects.get(label="2026.3")
+    assert replaced.pk == failed.pk
+    assert replaced.status == "ingested"
+    assert texts(page) == [
+        "NW-MOTOR 2026.3 uploaded and ingested: 4 clauses. Check them below, then request a "
+        "release."
+    ]
+    assert "Upload a corrected file" not in page.content.decode()
+    # an ingested version offers no replacement
+    assert WordingVersion.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_the_corrected_upload_is_not_offered_to_a_viewer_who_cannot_upload(client, users):
+    failed = ingested_version_failed()
+    client.force_login(users["approver"])
+    page = client.get(reverse("admin:knowledge_wordingversion_change", args=[failed.pk]))
+    assert page.status_code == 200
+    assert "Upload a corrected file" not in page.content.decode()
+
+
+def ingested_version_failed() -> WordingVersion:
+    from knowledge.services.ingestion import wording_version_create, wording_version_ingest
+
+    version = wording_version_create(
+        document_id="NW-MOTOR",
+        label="2026.9",
+        source_bytes=wording(COV_01, clause("MTR-COV-02", title="Hire car")).encode(),
+        filename="bad.md",
+        effective_from=date(2026, 7, 1),
+        effective_to=None,
+        channels=["direct"],
+        acting_user=None,
+        queue_ingestion=False,
     )
+    assert wording_version_ingest(version_id=version.pk).outcome == "failed"
+    return version
 
 
 @pytest.mark.django_db
