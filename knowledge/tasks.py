@@ -21,6 +21,10 @@ logger = logging.getLogger(__name__)
     name="knowledge.wording_version_ingest",
     acks_late=True,
     reject_on_worker_lost=True,
+    # The outcome is recorded on the version; storing results would also
+    # make every dispatch subscribe to the result backend (the broker's
+    # Redis), which fails the upload when that Redis is down.
+    ignore_result=True,
     # A lost database connection is the one error the service lets through:
     # retry it a few times; what is still ``ingesting`` after that is the
     # sweeper's.
