@@ -895,9 +895,7 @@ def _objects_prune(version: WordingVersion) -> int:
                 continue
             object_delete(key)
             removed += 1
-    except (StorageUnavailable, OSError) as exc:
-        logger.warning("ingestion: objects of %s left in storage (%s)", version, exc)
-    except Exception as exc:  # listing on S3 raises botocore errors, not OSError
+    except Exception as exc:  # StorageUnavailable, or botocore's errors from a listing
         logger.warning("ingestion: objects of %s left in storage (%s)", version, exc)
     return removed
 

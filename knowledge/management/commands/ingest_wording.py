@@ -121,6 +121,11 @@ class Command(BaseCommand):
                 f"{document_id} {label} failed ingestion with {len(result.errors)} error(s); "
                 "nothing was published."
             )
+        if result.outcome == "superseded":
+            raise CommandError(
+                f"{document_id} {label} was discarded or taken over by another ingestion while "
+                "this one ran; this run changed nothing."
+            )
         verb = "already ingested" if result.outcome == "unchanged" else "ingested"
         self.stdout.write(
             self.style.SUCCESS(
