@@ -8,17 +8,38 @@ from datetime import timedelta
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import RelatedOnlyFieldListFilter
-from django.db.models import Case, When
+from django.contrib.admin.helpers import ActionForm
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
+from django.db.models import Case, Q, When
 from django.http import HttpResponseNotAllowed, HttpResponseRedirect
+from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from claims.models import ApiClient, Conversation, PendingQuestion, PolicyAccess, Turn
+from claims.models import (
+    AnswerDeadline,
+    ApiClient,
+    Conversation,
+    PendingQuestion,
+    PolicyAccess,
+    ReplyRating,
+    Turn,
+)
+from claims.selectors import (
+    answer_deadlines,
+    pending_question_evidence,
+    pending_question_is_overdue,
+    pending_questions_with_due,
+    queue_overview,
+)
 from claims.services import (
     pending_question_answer,
     pending_question_dismiss,
+    pending_question_reassign,
+    pending_question_release,
     pending_question_take,
 )
 from northwind.admin_errors import service_call
@@ -105,12 +126,38 @@ class AgeFilter(admin.SimpleListFilter):
         return queryset
 
 
+def queue_agents():
+    """Active staff who may work the queue (the choices a lead reassigns to)."""
+    User = get_user_model()
+    perm = Q(codename="change_pendingquestion", content_type__app_label="claims")
+    return (
+        User.objects.filter(is_active=True, is_staff=True)
+        .filter(
+            Q(is_superuser=True)
+            | Q(user_permissions__in=_perms(perm))
+            | Q(groups__permissions__in=_perms(perm))
+        )
+        .distinct()
+        .order_by("username")
+    )
+
+
+def _perms(condition):
+    from django.contrib.auth.models import Permission
+
+    return Permission.objects.filter(condition)
+
+
 class AnswerForm(forms.Form):
-    answer = forms.CharField(widget=forms.Textarea(attrs={"rows": 6, "cols": 80}))
+    answer = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 6, "cols": 80}),
+        help_text="Sent to the customer's conversation as a staff message (your name is not).",
+    )
     proposed_content = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 6, "cols": 80}),
-        help_text="Optional: a draft clause or answer card, so the next customer gets it.",
+        help_text="Optional: text for a new or changed clause (or card), so the next customer "
+        "gets the answer; knowledge editors see it under Content gaps.",
     )
 
 
@@ -118,11 +165,54 @@ class DismissForm(forms.Form):
     reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 3, "cols": 80}))
 
 
+class QueueActionForm(ActionForm):
+    reason = forms.CharField(
+        required=False,
+        max_length=500,
+        label="Reason",
+        widget=forms.TextInput(attrs={"size": 30, "placeholder": "why (for Dismiss)"}),
+    )
+    agent = forms.ModelChoiceField(
+        queryset=get_user_model().objects.none(),
+        required=False,
+        label="Agent",
+        empty_label="(for Reassign)",
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["agent"].queryset = queue_agents()
+
+
+class OverdueFilter(admin.SimpleListFilter):
+    title = "deadline"
+    parameter_name = "deadline"
+
+    def lookups(self, request, model_admin):
+        return [("overdue", "Overdue"), ("due", "Not yet due")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "overdue":
+            return queryset.filter(status="open", due_at__lt=timezone.now())
+        if self.value() == "due":
+            return queryset.filter(status="open", due_at__gte=timezone.now())
+        return queryset
+
+
 @admin.register(PendingQuestion)
 class PendingQuestionAdmin(ReadOnlyHistoryAdmin):
+    """The queue: the pages show; every change is a button or action calling a service.
+
+    The entry page is read-only for everyone (no Save: there is nothing to
+    save there); the Take, Release, Reassign, Answer and Dismiss pages and
+    actions each check the permission of the change they make, and every
+    page checks the same view permission as the list.
+    """
+
     list_display = [
         "reference_link",
         "created_at",
+        "due",
         "reason",
         "status",
         "line",
@@ -130,21 +220,30 @@ class PendingQuestionAdmin(ReadOnlyHistoryAdmin):
         "assignee",
         "short_question",
     ]
-    list_filter = ["status", "reason", "line", AgeFilter, ("assignee", RelatedOnlyFieldListFilter)]
+    list_filter = [
+        "status",
+        OverdueFilter,
+        "reason",
+        "line",
+        AgeFilter,
+        ("assignee", RelatedOnlyFieldListFilter),
+    ]
     search_fields = ["question", "policy_number"]
     # Open entries first, oldest first: the queue is worked from the top.
     ordering = [Case(When(status="open", then=0), default=1), "created_at"]
-    actions = ["take_selected"]
+    actions = ["take_selected", "release_selected", "reassign_selected", "dismiss_selected"]
+    action_form = QueueActionForm
     change_form_template = "admin/claims/pendingquestion/change_form.html"
+    change_list_template = "admin/claims/pendingquestion/change_list.html"
     readonly_fields = [
         "question",
+        "evidence_view",
         "conversation",
-        "turn",
         "line",
         "policy_number",
         "reason",
         "status",
-        "evidence",
+        "due",
         "assignee",
         "staff_answer",
         "proposed_content",
@@ -153,15 +252,26 @@ class PendingQuestionAdmin(ReadOnlyHistoryAdmin):
         "taken_at",
         "closed_at",
         "closed_by",
-        "work_links",
     ]
     fields = readonly_fields
+
+    def get_queryset(self, request):
+        return pending_questions_with_due(super().get_queryset(request)).select_related("assignee")
 
     def has_add_permission(self, request):
         return False
 
+    def has_change_permission(self, request, obj=None):
+        return False  # read-only pages: changes go through the buttons and actions
+
     def has_delete_permission(self, request, obj=None):
         return False
+
+    def has_work_permission(self, request, obj=None):
+        return request.user.has_perm("claims.change_pendingquestion")
+
+    def has_reassign_permission(self, request, obj=None):
+        return request.user.has_perm("claims.reassign_pendingquestion")
 
     def get_search_results(self, request, queryset, search_term):
         """Find an entry by the reference the customer was given ("PQ-12")."""
@@ -179,63 +289,180 @@ class PendingQuestionAdmin(ReadOnlyHistoryAdmin):
     def short_question(self, entry: PendingQuestion) -> str:
         return entry.question[:90]
 
-    @admin.display(description="turn")
-    def turn_link(self, entry: PendingQuestion) -> str:
-        turn = Turn.objects.filter(pending_question=entry).only("pk", "trace_id").first()
-        if turn is None:
+    @admin.display(description="answer due", ordering="due_at")
+    def due(self, entry: PendingQuestion) -> str:
+        due_at = getattr(entry, "due_at", None)
+        if due_at is None or entry.status != PendingQuestion.Status.OPEN:
             return "—"
-        url = reverse("admin:claims_turn_change", args=[turn.pk])
-        return format_html('<a href="{}">{}</a>', url, turn.trace_id)
+        when = timezone.localtime(due_at).strftime("%d %b %H:%M")
+        if pending_question_is_overdue(entry):
+            return format_html(
+                '<strong class="overdue" style="color:#ba2121">OVERDUE</strong> {}', when
+            )
+        return when
 
-    @admin.display(description="work this entry")
-    def work_links(self, entry: PendingQuestion) -> str:
-        if entry.status != PendingQuestion.Status.OPEN:
-            return "Closed."
-        return "Use Take, Answer or Dismiss at the top right of this page."
+    @admin.display(description="evidence")
+    def evidence_view(self, entry: PendingQuestion) -> str:
+        return render_to_string(
+            "admin/claims/pendingquestion/evidence.html",
+            {"evidence": pending_question_evidence(entry), "entry": entry},
+        )
 
     def get_urls(self):
+        def route(suffix, view, name):
+            return path(suffix, self.admin_site.admin_view(view), name=name)
+
         return [
-            path(
-                "<int:pk>/take/",
-                self.admin_site.admin_view(self.take_view),
-                name="claims_pendingquestion_take",
-            ),
-            path(
-                "<int:pk>/answer/",
-                self.admin_site.admin_view(self.answer_view),
-                name="claims_pendingquestion_answer",
-            ),
-            path(
-                "<int:pk>/dismiss/",
-                self.admin_site.admin_view(self.dismiss_view),
-                name="claims_pendingquestion_dismiss",
-            ),
+            route("overview/", self.overview_view, "claims_pendingquestion_overview"),
+            route("<int:pk>/take/", self.take_view, "claims_pendingquestion_take"),
+            route("<int:pk>/release/", self.release_view, "claims_pendingquestion_release"),
+            route("<int:pk>/reassign/", self.reassign_view, "claims_pendingquestion_reassign"),
+            route("<int:pk>/answer/", self.answer_view, "claims_pendingquestion_answer"),
+            route("<int:pk>/dismiss/", self.dismiss_view, "claims_pendingquestion_dismiss"),
             *super().get_urls(),
         ]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        extra = {
+            **(extra_context or {}),
+            "can_work": self.has_work_permission(request),
+            "can_reassign": self.has_reassign_permission(request),
+            "agents": queue_agents() if self.has_reassign_permission(request) else [],
+        }
+        return super().change_view(request, object_id, form_url, extra)
+
+    def _require(self, request, permission: str) -> None:
+        """The same check as the list (view), plus the change's own permission."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        if permission == "work" and not self.has_work_permission(request):
+            raise PermissionDenied
+        if permission == "reassign" and not self.has_reassign_permission(request):
+            raise PermissionDenied
 
     def _back(self, pk: int):
         return HttpResponseRedirect(reverse("admin:claims_pendingquestion_change", args=[pk]))
 
-    def take_view(self, request, pk: int):
+    def _post_action(self, request, pk: int, act, done: str):
+        self._require(request, "work")
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
         with service_call(request) as call:
-            entry = pending_question_take(entry_id=pk, acting_user=request.user)
+            entry = act()
         if call.ok:
-            self.message_user(request, f"{entry.reference} is yours.", messages.SUCCESS)
+            self.message_user(request, done.format(ref=entry.reference), messages.SUCCESS)
         return self._back(pk)
 
-    @admin.action(description="Take the selected entries")
-    def take_selected(self, request, queryset):
-        taken = []
-        for entry in queryset.order_by("pk"):
-            with service_call(request):
-                taken.append(pending_question_take(entry_id=entry.pk, acting_user=request.user))
-        if taken:
-            names = ", ".join(e.reference for e in taken)
-            self.message_user(request, f"Yours now: {names}.", messages.SUCCESS)
+    def overview_view(self, request):
+        self._require(request, "view")
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Pending-answers queue: overview",
+            "overview": queue_overview(),
+            "deadlines": sorted(answer_deadlines().items(), key=lambda item: (item[1], item[0])),
+            "reason_labels": dict(PendingQuestion.Reason.choices),
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/claims/pendingquestion/overview.html", context)
 
-    def _form_view(self, request, pk: int, form_class, title: str, act):
+    def take_view(self, request, pk: int):
+        return self._post_action(
+            request,
+            pk,
+            lambda: pending_question_take(entry_id=pk, acting_user=request.user),
+            "{ref} is yours.",
+        )
+
+    def release_view(self, request, pk: int):
+        return self._post_action(
+            request,
+            pk,
+            lambda: pending_question_release(entry_id=pk, acting_user=request.user),
+            "{ref} is back in the queue.",
+        )
+
+    def reassign_view(self, request, pk: int):
+        self._require(request, "reassign")
+        try:
+            assignee_id = int(request.POST.get("agent", ""))
+        except ValueError:
+            if request.method == "POST":
+                self.message_user(request, "Choose the agent to give it to.", messages.ERROR)
+                return self._back(pk)
+            assignee_id = 0
+        return self._post_action(
+            request,
+            pk,
+            lambda: pending_question_reassign(
+                entry_id=pk, acting_user=request.user, assignee_id=assignee_id
+            ),
+            "{ref} reassigned.",
+        )
+
+    def _bulk(self, request, queryset, act, done: str):
+        changed = []
+        for entry in queryset.order_by("pk"):
+            with service_call(request, subject=entry.reference):
+                changed.append(act(entry))
+        if changed:
+            names = ", ".join(e.reference for e in changed)
+            self.message_user(request, done.format(refs=names), messages.SUCCESS)
+
+    @admin.action(description="Take the selected entries", permissions=["work"])
+    def take_selected(self, request, queryset):
+        self._bulk(
+            request,
+            queryset,
+            lambda e: pending_question_take(entry_id=e.pk, acting_user=request.user),
+            "Yours now: {refs}.",
+        )
+
+    @admin.action(description="Release the selected entries to the queue", permissions=["work"])
+    def release_selected(self, request, queryset):
+        self._bulk(
+            request,
+            queryset,
+            lambda e: pending_question_release(entry_id=e.pk, acting_user=request.user),
+            "Back in the queue: {refs}.",
+        )
+
+    @admin.action(
+        description="Reassign the selected entries to the chosen agent", permissions=["reassign"]
+    )
+    def reassign_selected(self, request, queryset):
+        try:
+            agent_id = int(request.POST.get("agent", ""))
+        except ValueError:
+            self.message_user(request, "Choose the agent in the Agent box.", messages.ERROR)
+            return
+        self._bulk(
+            request,
+            queryset,
+            lambda e: pending_question_reassign(
+                entry_id=e.pk, acting_user=request.user, assignee_id=agent_id
+            ),
+            "Reassigned: {refs}.",
+        )
+
+    @admin.action(
+        description="Dismiss the selected entries (give the reason)", permissions=["work"]
+    )
+    def dismiss_selected(self, request, queryset):
+        reason = request.POST.get("reason", "").strip()
+        if not reason:
+            self.message_user(request, "Say why in the Reason box.", messages.ERROR)
+            return
+        self._bulk(
+            request,
+            queryset,
+            lambda e: pending_question_dismiss(
+                entry_id=e.pk, acting_user=request.user, reason=reason
+            ),
+            "Dismissed: {refs}.",
+        )
+
+    def _form_view(self, request, pk: int, form_class, title: str, act, submit: str):
+        self._require(request, "work")
         entry = self.get_object(request, str(pk))
         if entry is None:
             self.message_user(request, "No such entry.", messages.ERROR)
@@ -251,7 +478,9 @@ class PendingQuestionAdmin(ReadOnlyHistoryAdmin):
             **self.admin_site.each_context(request),
             "title": f"{title} {entry.reference}",
             "entry": entry,
+            "evidence": pending_question_evidence(entry),
             "form": form,
+            "submit": submit,
             "opts": self.model._meta,
         }
         return TemplateResponse(request, "admin/claims/pendingquestion/work_form.html", context)
@@ -268,6 +497,7 @@ class PendingQuestionAdmin(ReadOnlyHistoryAdmin):
                 answer=data["answer"],
                 proposed_content=data["proposed_content"],
             ),
+            "Send the answer",
         )
 
     def dismiss_view(self, request, pk: int):
@@ -279,6 +509,7 @@ class PendingQuestionAdmin(ReadOnlyHistoryAdmin):
             lambda entry, data: pending_question_dismiss(
                 entry_id=entry.pk, acting_user=request.user, reason=data["reason"]
             ),
+            "Dismiss",
         )
 
 
@@ -310,3 +541,25 @@ class PolicyAccessAdmin(ReadOnlyAdmin):
     search_fields = ["policy_number", "trace_id"]
     date_hierarchy = "created_at"
     readonly_fields = [f.name for f in PolicyAccess._meta.fields]
+
+
+@admin.register(AnswerDeadline)
+class AnswerDeadlineAdmin(ReadOnlyHistoryAdmin):
+    """Queue leads set how long each reason may wait; reasons with no row use the default."""
+
+    list_display = ["reason", "hours"]
+    fields = ["reason", "hours"]
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def save_model(self, request, obj, form, change):
+        obj._change_reason = f"Deadline set to {obj.hours} h by {request.user}"
+        super().save_model(request, obj, form, change)
+
+
+@admin.register(ReplyRating)
+class ReplyRatingAdmin(ReadOnlyAdmin):
+    list_display = ["updated_at", "rating", "turn", "comment"]
+    list_filter = ["rating", "updated_at"]
+    readonly_fields = ["turn", "rating", "comment", "created_at", "updated_at"]

@@ -15,6 +15,8 @@ REASON_LABELS = {
     agent_types.PendingReason.KNOWLEDGE_UNAVAILABLE: "Wording store unavailable",
     agent_types.PendingReason.NO_APPROVED_VERSION: "No approved wording version",
     agent_types.PendingReason.OUT_OF_SCOPE: "Out of scope (wording not routable)",
+    agent_types.PendingReason.COMPLAINT: "Complaint",
+    agent_types.PendingReason.WANTS_PERSON: "Asks for a person",
 }
 
 

@@ -131,3 +131,195 @@ def conversation_view(
         pending_questions=pending,
         cursor=cursor_encode(max(newest + ([after] if after else []))),
     )
+
+
+# --- the pending-answers queue as staff work it ---------------------------------
+
+AGE_BUCKETS: tuple[tuple[str, float | None], ...] = (
+    ("under 4 h", 4),
+    ("4 to 24 h", 24),
+    ("1 to 3 days", 72),
+    ("3 to 7 days", 168),
+    ("over a week", None),
+)
+
+
+def answer_deadlines() -> dict[str, int]:
+    """Hours to answer, per reason: the queue lead's settings over the defaults."""
+    from claims.models import DEFAULT_DEADLINE_HOURS, AnswerDeadline
+
+    hours = {
+        reason: DEFAULT_DEADLINE_HOURS.get(reason, 72) for reason in PendingQuestion.Reason.values
+    }
+    hours.update(dict(AnswerDeadline.objects.values_list("reason", "hours")))
+    return hours
+
+
+def pending_questions_with_due(queryset=None):
+    """Entries annotated with ``due_at`` (created + the reason's deadline)."""
+    from datetime import timedelta
+
+    from django.db.models import Case, DateTimeField, ExpressionWrapper, F, Value, When
+
+    queryset = PendingQuestion.objects.all() if queryset is None else queryset
+    whens = [
+        When(
+            reason=reason,
+            then=ExpressionWrapper(
+                F("created_at") + Value(timedelta(hours=hours)), output_field=DateTimeField()
+            ),
+        )
+        for reason, hours in answer_deadlines().items()
+    ]
+    return queryset.annotate(due_at=Case(*whens, output_field=DateTimeField()))
+
+
+def pending_question_is_overdue(entry, *, now=None) -> bool:
+    now = now or timezone.now()
+    return (
+        entry.status == PendingQuestion.Status.OPEN
+        and getattr(entry, "due_at", None) is not None
+        and entry.due_at < now
+    )
+
+
+@dataclass(frozen=True)
+class QueueOverview:
+    """Open entries counted by line, reason and age bucket, and the oldest ones."""
+
+    buckets: tuple[str, ...]
+    lines: list[dict]  # {line, rows: [{reason, label, hours, counts: [..], total, overdue}]}
+    oldest: list[PendingQuestion]
+    open_total: int
+    overdue_total: int
+
+
+def queue_overview(*, now=None, oldest_limit: int = 50) -> QueueOverview:
+    now = now or timezone.now()
+    deadlines = answer_deadlines()
+    labels = dict(PendingQuestion.Reason.choices)
+    open_entries = list(
+        pending_questions_with_due(PendingQuestion.objects.filter(status="open"))
+        .select_related("assignee")
+        .order_by("created_at", "pk")
+    )
+    table: dict[str, dict[str, dict]] = {}
+    overdue_total = 0
+    for entry in open_entries:
+        age_hours = (now - entry.created_at).total_seconds() / 3600
+        index = next(
+            i for i, (_, upper) in enumerate(AGE_BUCKETS) if upper is None or age_hours < upper
+        )
+        line = entry.line or "unconfirmed"
+        row = table.setdefault(line, {}).setdefault(
+            entry.reason,
+            {
+                "reason": entry.reason,
+                "label": labels.get(entry.reason, entry.reason),
+                "hours": deadlines.get(entry.reason),
+                "counts": [0] * len(AGE_BUCKETS),
+                "total": 0,
+                "overdue": 0,
+            },
+        )
+        row["counts"][index] += 1
+        row["total"] += 1
+        entry.overdue = pending_question_is_overdue(entry, now=now)
+        if entry.overdue:
+            row["overdue"] += 1
+            overdue_total += 1
+    lines = [
+        {
+            "line": line,
+            # Shortest deadline first: complaints lead every table.
+            "rows": sorted(rows.values(), key=lambda r: (r["hours"] or 0, r["reason"])),
+        }
+        for line, rows in sorted(table.items())
+    ]
+    return QueueOverview(
+        buckets=tuple(name for name, _ in AGE_BUCKETS),
+        lines=lines,
+        oldest=open_entries[:oldest_limit],
+        open_total=len(open_entries),
+        overdue_total=overdue_total,
+    )
+
+
+@dataclass(frozen=True)
+class ClauseRef:
+    clause_id: str
+    title: str
+    pk: int | None  # the clause row in the version the turn used; None if gone
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A turn's evidence as a person reads it."""
+
+    turn: Turn | None
+    message: str
+    schedule: list[tuple[str, str]]
+    wording: str
+    wording_version_id: int | None
+    wording_reason: str
+    directory: list[ClauseRef]
+    requested: list[ClauseRef]
+    returned: list[ClauseRef]
+    not_found: list[str]
+    cited: list[ClauseRef]
+    guard_findings: list[dict]
+    limitations: list[str]
+    reply: str
+
+
+def pending_question_evidence(entry: PendingQuestion) -> Evidence:
+    from knowledge.models import Clause
+
+    turn = Turn.objects.filter(pending_question=entry).first()
+    if turn is None:
+        return Evidence(
+            None, entry.question, [], entry.evidence.get("wording", ""), None,
+            entry.evidence.get("wording_reason", ""), [], [], [], [], [], [], [], "",
+        )  # fmt: skip
+    pks: dict[str, int] = {}
+    titles = {clause_id: title for clause_id, title in turn.directory}
+    if turn.wording_version_id:
+        for pk, clause_id, title in Clause.objects.filter(
+            version_id=turn.wording_version_id
+        ).values_list("pk", "clause_id", "title"):
+            pks[clause_id] = pk
+            titles.setdefault(clause_id, title)
+
+    def refs(ids) -> list[ClauseRef]:
+        return [ClauseRef(i, titles.get(i, ""), pks.get(i)) for i in ids]
+
+    summary = turn.schedule_summary or {}
+
+    def plain(value) -> str:
+        if isinstance(value, dict):
+            return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in value.items())
+        if isinstance(value, list):
+            return ", ".join(str(v).replace("_", " ") for v in value)
+        return str(value)
+
+    schedule = [
+        (key.replace("_", " "), plain(value))
+        for key, value in summary.items()
+        if value not in (None, "", [], {})
+    ]
+    return Evidence(
+        turn=turn,
+        message=turn.message,
+        schedule=schedule,
+        wording=f"{turn.wording_document} {turn.wording_label}".strip(),
+        wording_version_id=turn.wording_version_id,
+        wording_reason=turn.wording_reason,
+        directory=refs([clause_id for clause_id, _ in turn.directory]),
+        requested=refs(turn.requested_ids),
+        returned=refs(turn.returned_ids),
+        not_found=list(turn.not_found_ids),
+        cited=refs(turn.cited_ids),
+        guard_findings=list(turn.guard_findings),
+        limitations=list(turn.limitations),
+        reply=turn.reply,
+    )

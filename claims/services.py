@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
@@ -99,6 +100,55 @@ def _locked_open(entry_id: int) -> PendingQuestion:
 def _check_queue_permission(user) -> None:
     if not user.has_perm("claims.change_pendingquestion"):
         raise PermissionDenied("You do not have permission to work the pending-answers queue.")
+
+
+def _check_lead_permission(user) -> None:
+    if not user.has_perm("claims.reassign_pendingquestion"):
+        raise PermissionDenied("Only a queue lead can reassign entries.")
+
+
+@transaction.atomic
+def pending_question_release(*, entry_id: int, acting_user) -> PendingQuestion:
+    """Give a taken entry back to the queue (its agent, or a queue lead, may)."""
+    _check_queue_permission(acting_user)
+    entry = _locked_open(entry_id)
+    if entry.assignee_id is None:
+        raise PendingQuestionError(f"{entry.reference} is not taken by anyone.")
+    if entry.assignee_id != acting_user.pk and not acting_user.has_perm(
+        "claims.reassign_pendingquestion"
+    ):
+        raise PermissionDenied(
+            f"Only the agent who took {entry.reference} or a queue lead can release it."
+        )
+    previous = entry.assignee
+    entry.assignee = None
+    entry.taken_at = None
+    by = "" if previous.pk == acting_user.pk else f" (was {previous})"
+    entry._change_reason = f"Released by {acting_user}{by}"
+    entry.save(update_fields=["assignee", "taken_at"])
+    return entry
+
+
+@transaction.atomic
+def pending_question_reassign(*, entry_id: int, acting_user, assignee_id: int) -> PendingQuestion:
+    """A queue lead hands an open entry to a named queue agent."""
+    _check_queue_permission(acting_user)
+    _check_lead_permission(acting_user)
+    User = get_user_model()
+    target = User.objects.filter(pk=assignee_id, is_active=True).first()
+    if target is None or not target.has_perm("claims.change_pendingquestion"):
+        raise PendingQuestionError("Entries can only go to an active queue agent.")
+    entry = _locked_open(entry_id)
+    if entry.assignee_id == target.pk:
+        return entry
+    previous = entry.assignee
+    entry.assignee = target
+    entry.taken_at = timezone.now()
+    entry._change_reason = f"Reassigned to {target} by {acting_user}" + (
+        f" (was {previous})" if previous else ""
+    )
+    entry.save(update_fields=["assignee", "taken_at"])
+    return entry
 
 
 @transaction.atomic

@@ -9,6 +9,7 @@ from django.contrib.auth.models import Group, Permission
 KNOWLEDGE_EDITOR = "Knowledge editor"
 APPROVER = "Approver"
 QUEUE_AGENT = "Queue agent"
+QUEUE_LEAD = "Queue lead"
 
 # "app_label.codename" strings. A name that does not exist is an error, so a
 # renamed permission cannot silently leave a role without it.
@@ -29,16 +30,32 @@ ROLE_PERMISSIONS: dict[str, list[str]] = {
         "knowledge.view_release",
         "knowledge.approve_release",
     ],
-    # Queue agents read the schedule a pending question is about; holder
-    # contact details (schedules.view_personal_data) stay with administrators.
+    # Queue agents read the schedule a pending question is about and the
+    # clauses its turn fetched; holder contact details
+    # (schedules.view_personal_data) stay with administrators.
     QUEUE_AGENT: [
         "schedules.view_policyschedule",
         "claims.view_pendingquestion",
         "claims.change_pendingquestion",
         "claims.view_turn",
         "claims.view_conversation",
+        "knowledge.view_wordingdocument",
+        "knowledge.view_wordingversion",
+        "knowledge.view_clause",
     ],
 }
+# A queue lead works the queue too, hands entries to named agents, sets the
+# answer deadlines and watches the health page.
+ROLE_PERMISSIONS[QUEUE_LEAD] = [
+    *ROLE_PERMISSIONS[QUEUE_AGENT],
+    "claims.reassign_pendingquestion",
+    "claims.view_answerdeadline",
+    "claims.add_answerdeadline",
+    "claims.change_answerdeadline",
+    "claims.view_replyrating",
+    "claims.view_health",
+]
+ROLE_PERMISSIONS[KNOWLEDGE_EDITOR] += ["claims.view_health"]
 
 
 def roles_sync() -> dict[str, Group]:

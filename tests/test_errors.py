@@ -87,8 +87,12 @@ def test_the_api_answers_service_errors_with_their_message_and_code(exc, status,
 
 @pytest.mark.django_db
 def test_the_admin_shows_a_permission_refusal_as_a_message(client, demo, api_client):
-    # given an open queue entry and a knowledge editor, who may not work the queue
+    # given an open queue entry taken by one queue agent, and a second agent
+    # (an editor gets 403 on every queue page: the pages check the list's permission)
+    from django.contrib.auth import get_user_model
+
     from claims.models import PendingQuestion
+    from claims.services import pending_question_take
 
     conversation = api_client.post(
         "/api/v1/conversations/", {"policy_number": "NW-MTR-550001"}, format="json"
@@ -99,12 +103,16 @@ def test_the_admin_shows_a_permission_refusal_as_a_message(client, demo, api_cli
         format="json",
     ).json()
     entry = PendingQuestion.objects.get(pk=body["pending_question"]["id"])
-    assert client.login(username="demo-editor", password="northwind-editor-demo") is True
-    # when the editor tries to take it
-    response = client.post(f"/admin/claims/pendingquestion/{entry.pk}/take/")
+    first = get_user_model().objects.get(username="demo-agent")
+    pending_question_take(entry_id=entry.pk, acting_user=first)
+    assert client.login(username="demo-agent-2", password="northwind-agent2-demo") is True
+    # when the second agent tries to release it
+    response = client.post(f"/admin/claims/pendingquestion/{entry.pk}/release/")
     # then the next page says why, and nothing changed
     assert response.status_code == 302
     shown = [(m.level_tag, m.message) for m in get_messages(response.wsgi_request)]
-    assert shown == [("error", "You do not have permission to work the pending-answers queue.")]
+    assert shown == [
+        ("error", f"Only the agent who took {entry.reference} or a queue lead can release it.")
+    ]
     entry.refresh_from_db()
-    assert entry.assignee_id is None
+    assert entry.assignee_id == first.pk

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from claims.agent.types import (
     Assessment,
     ComposeInputs,
+    CustomerIntent,
     Draft,
     Facts,
     GuidanceStatus,
@@ -220,6 +221,25 @@ NOT_ROUTABLE_REPLIES = {
 }
 
 
+PERSON_REPLIES = {
+    GuidanceStatus.COMPLAINT: (
+        "I'm sorry you have reason to complain. Complaints are handled by a person, not by "
+        "this assistant."
+    ),
+    GuidanceStatus.WANTS_PERSON: "You have asked for a person, not this assistant.",
+}
+
+
+def person_queue_sentence(status: GuidanceStatus, reference: str | None) -> str:
+    """The queue sentence for a complaint or a request for a person: a person will
+    respond, and nothing about when (the guard checks it like queue_sentence)."""
+    what = "complaint" if status is GuidanceStatus.COMPLAINT else "request"
+    return (
+        f"I have recorded your {what} in our pending-answers queue (reference {reference}) "
+        "and a person will respond to it."
+    )
+
+
 def queue_sentence(reference: str) -> str:
     """The one sentence about an action the agent may write (the guard checks it)."""
     return (
@@ -393,6 +413,17 @@ def reply_compose(inputs: ComposeInputs) -> Draft:
     cited: list[str] = []
     schedule = facts.schedule
 
+    if status in (GuidanceStatus.COMPLAINT, GuidanceStatus.WANTS_PERSON):
+        # The queue sentence below names the entry; nothing is said about when.
+        lines.append(PERSON_REPLIES[status])
+        limitations.append("A person handles this; the agent does not answer it.")
+        return Draft(
+            text="\n".join([*lines, person_queue_sentence(status, pending_reference)]),
+            cited_ids=(),
+            status=status,
+            pending_reason=reason,
+            limitations=tuple(limitations),
+        )
     if not inputs.has_content and status is GuidanceStatus.NO_CLAUSE_SELECTED:
         lines.append(
             "I'm here to help with questions about your policy and what its wording covers. "
@@ -474,8 +505,15 @@ def turn_assess(
     fetch: ClauseFetch | None,
     has_content: bool,
     asks_for_decision: bool,
+    intent: CustomerIntent | None = None,
 ) -> Assessment:
     """The turn's guidance status and, if staff must take over, why."""
+    if intent is not None:
+        # A complaint or a request for a person goes to a person, whatever
+        # the schedule or the wording says.
+        return Assessment(
+            status=GuidanceStatus(intent.value), pending_reason=PendingReason(intent.value)
+        )
     status, reason = _assess(facts, wording, fetch, has_content, asks_for_decision)
     return Assessment(status=status, pending_reason=reason)
 

@@ -24,6 +24,7 @@ from django.utils import timezone
 from claims.agent.compose import asks_for_decision, fallback_reply, has_content, turn_assess
 from claims.agent.facts import turn_facts_load
 from claims.agent.guard import clause_ids_in, draft_guard
+from claims.agent.intents import customer_intent
 from claims.agent.selection_schema import selection_validate
 from claims.agent.types import (
     PENDING_REFERENCE,
@@ -135,6 +136,7 @@ def turn_run(
             fetch=fetch,
             has_content=content,
             asks_for_decision=asks_for_decision(request.message),
+            intent=customer_intent(request.message),
         )
         payload["guidance_status"] = assessment.status.value
     with steps.step("compose") as payload:

@@ -42,6 +42,9 @@ class GuidanceStatus(StrEnum):
     LINE_UNCONFIRMED = "line_unconfirmed"
     SCHEDULE_NOT_FOUND = "schedule_not_found"
     WORDING_NOT_ROUTABLE = "wording_not_routable"
+    # A person must handle these whatever the wording says (claims/agent/intents.py).
+    COMPLAINT = "complaint"
+    WANTS_PERSON = "wants_person"
 
 
 class PendingReason(StrEnum):
@@ -50,6 +53,15 @@ class PendingReason(StrEnum):
     KNOWLEDGE_UNAVAILABLE = "knowledge_unavailable"
     NO_APPROVED_VERSION = "no_approved_version"
     OUT_OF_SCOPE = "out_of_scope"
+    COMPLAINT = "complaint"
+    WANTS_PERSON = "wants_person"
+
+
+class CustomerIntent(StrEnum):
+    """What the customer asks for besides an answer from the wording."""
+
+    COMPLAINT = "complaint"
+    WANTS_PERSON = "wants_person"
 
 
 @dataclass(frozen=True)

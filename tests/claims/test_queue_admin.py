@@ -107,7 +107,7 @@ def test_an_entry_taken_by_someone_else_cannot_be_taken(entry):
 
 def test_staff_without_the_queue_permission_cannot_work_it(entry):
     editor = get_user_model().objects.get(username="demo-editor")
-    with pytest.raises(PermissionDenied, match="permission"):
+    with pytest.raises(PermissionDenied, match="permission to work the pending-answers queue"):
         pending_question_take(entry_id=entry.pk, acting_user=editor)
 
 

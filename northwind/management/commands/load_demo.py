@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from rest_framework.authtoken.models import Token
 
-from northwind.roles import APPROVER, KNOWLEDGE_EDITOR, QUEUE_AGENT, roles_sync
+from northwind.roles import APPROVER, KNOWLEDGE_EDITOR, QUEUE_AGENT, QUEUE_LEAD, roles_sync
 
 DEMO_STAFF = [
     # username, password, role (None: superuser)
@@ -20,6 +20,8 @@ DEMO_STAFF = [
     ("demo-editor-2", "northwind-editor2-demo", KNOWLEDGE_EDITOR),
     ("demo-approver", "northwind-approver-demo", APPROVER),
     ("demo-agent", "northwind-agent-demo", QUEUE_AGENT),
+    ("demo-agent-2", "northwind-agent2-demo", QUEUE_AGENT),
+    ("demo-lead", "northwind-lead-demo", QUEUE_LEAD),
 ]
 # One API client of each data scope (claims.client_scope): ``demo-client`` is
 # a contact-centre tool acting for staff (internal: any policy, every access
