@@ -19,9 +19,17 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
+from claims.gaps import (
+    content_gap_accept,
+    content_gap_questions,
+    content_gap_reject,
+    content_gaps_listed,
+    content_gaps_refresh,
+)
 from claims.models import (
     AnswerDeadline,
     ApiClient,
+    ContentGap,
     Conversation,
     PendingQuestion,
     PolicyAccess,
@@ -563,3 +571,202 @@ class ReplyRatingAdmin(ReadOnlyAdmin):
     list_display = ["updated_at", "rating", "turn", "comment"]
     list_filter = ["rating", "updated_at"]
     readonly_fields = ["turn", "rating", "comment", "created_at", "updated_at"]
+
+
+class GapAcceptForm(forms.Form):
+    clause_id = forms.CharField(
+        max_length=20,
+        help_text="A new id (the next free one is suggested; ids are never reused) or an "
+        "existing clause's id to change that clause.",
+    )
+    title = forms.CharField(
+        max_length=300,
+        widget=forms.TextInput(attrs={"size": 80}),
+        help_text="Plain language, five words or more: what the clause covers.",
+    )
+    kind = forms.ChoiceField(choices=[])
+    schedule_section = forms.CharField(
+        required=False, help_text="Only if the schedule switches the clause on."
+    )
+    body = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 10, "cols": 90}),
+        help_text="The clause text (at most about 1,500 characters), checked at ingestion.",
+    )
+
+    def __init__(self, *args, **kwargs):
+        from knowledge.models import Clause
+
+        super().__init__(*args, **kwargs)
+        self.fields["kind"].choices = Clause.Kind.choices
+
+
+class GapRejectForm(forms.Form):
+    reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 3, "cols": 80}))
+
+
+@admin.register(ContentGap)
+class ContentGapAdmin(ReadOnlyHistoryAdmin):
+    """Knowledge editors turn grouped questions into draft clauses (or reject them)."""
+
+    list_display = [
+        "gap_link",
+        "line",
+        "customers",
+        "asked",
+        "proposal",
+        "status",
+        "updated_at",
+        "draft",
+    ]
+    list_filter = ["status", "line"]
+    search_fields = ["title", "questions__turn__message"]
+    change_form_template = "admin/claims/contentgap/change_form.html"
+    fields = [
+        "title",
+        "line",
+        "status",
+        "questions_view",
+        "decided_by",
+        "decided_at",
+        "reject_reason",
+        "draft",
+    ]
+    readonly_fields = fields
+
+    def get_queryset(self, request):
+        # Not super(): the admin would order by the annotations before they exist.
+        return content_gaps_listed(ContentGap.objects.all()).select_related(
+            "draft_version__document"
+        )
+
+    def get_ordering(self, request):
+        return ["-customers", "-asked", "-updated_at"]
+
+    def changelist_view(self, request, extra_context=None):
+        content_gaps_refresh()  # new questions join their gaps before the list is read
+        return super().changelist_view(request, extra_context)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def has_decide_permission(self, request, obj=None):
+        return request.user.has_perm("claims.change_contentgap")
+
+    @admin.display(description="gap", ordering="pk")
+    def gap_link(self, gap: ContentGap) -> str:
+        url = reverse("admin:claims_contentgap_change", args=[gap.pk])
+        return format_html('<a href="{}">{}</a>', url, gap.title[:90])
+
+    @admin.display(description="customers asking", ordering="customers")
+    def customers(self, gap) -> int:
+        return gap.customers
+
+    @admin.display(description="questions", ordering="asked")
+    def asked(self, gap) -> int:
+        return gap.asked
+
+    @admin.display(description="proposed text", boolean=True)
+    def proposal(self, gap) -> bool:
+        return gap.has_proposal
+
+    @admin.display(description="draft")
+    def draft(self, gap: ContentGap) -> str:
+        if gap.draft_version_id is None:
+            return "—"
+        url = reverse("admin:knowledge_wordingversion_change", args=[gap.draft_version_id])
+        version = gap.draft_version
+        return format_html(
+            '<a href="{}">{} {}</a> ({}, {})',
+            url,
+            version.document.document_id,
+            version.label,
+            gap.draft_clause_id,
+            version.get_status_display(),
+        )
+
+    @admin.display(description="questions, staff answers and proposed text")
+    def questions_view(self, gap: ContentGap) -> str:
+        return render_to_string(
+            "admin/claims/contentgap/questions.html", {"rows": content_gap_questions(gap)}
+        )
+
+    def get_urls(self):
+        def route(suffix, view, name):
+            return path(suffix, self.admin_site.admin_view(view), name=name)
+
+        return [
+            route("<int:pk>/accept/", self.accept_view, "claims_contentgap_accept"),
+            route("<int:pk>/reject/", self.reject_view, "claims_contentgap_reject"),
+            *super().get_urls(),
+        ]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        extra = {**(extra_context or {}), "can_decide": self.has_decide_permission(request)}
+        return super().change_view(request, object_id, form_url, extra)
+
+    def _gap_form(self, request, pk, form_class, initial, title, act, submit):
+        if not (self.has_view_permission(request) and self.has_decide_permission(request)):
+            raise PermissionDenied
+        gap = ContentGap.objects.filter(pk=pk).first()
+        if gap is None:
+            self.message_user(request, "No such content gap.", messages.ERROR)
+            return HttpResponseRedirect(reverse("admin:claims_contentgap_changelist"))
+        form = form_class(request.POST or None, initial=initial(gap))
+        if request.method == "POST" and form.is_valid():
+            with service_call(request, subject=f"Gap {gap.pk}") as call:
+                done = act(gap, form.cleaned_data)
+            if call.ok:
+                self.message_user(request, done, messages.SUCCESS)
+                return HttpResponseRedirect(
+                    reverse("admin:claims_contentgap_change", args=[gap.pk])
+                )
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"{title}: {gap.title[:80]}",
+            "gap": gap,
+            "rows": content_gap_questions(gap),
+            "form": form,
+            "submit": submit,
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/claims/contentgap/decide_form.html", context)
+
+    def accept_view(self, request, pk: int):
+        from knowledge.services.drafts import clause_id_next
+
+        def initial(gap):
+            rows = content_gap_questions(gap)
+            proposed = next((r.proposed_content for r in rows if r.proposed_content), "")
+            answer = next((r.staff_answer for r in rows if r.staff_answer), "")
+            return {
+                "clause_id": clause_id_next(line=gap.line, segment="GEN"),
+                "title": "",
+                "kind": "general",
+                "body": proposed or answer,
+            }
+
+        def act(gap, data):
+            gap = content_gap_accept(gap_id=gap.pk, acting_user=request.user, **data)
+            return (
+                f"Drafted {gap.draft_version} with {gap.draft_clause_id}; ingestion is queued. "
+                "Check it on the version page, then request its release."
+            )
+
+        return self._gap_form(
+            request, pk, GapAcceptForm, initial, "Accept into a draft clause", act, "Draft it"
+        )
+
+    def reject_view(self, request, pk: int):
+        def act(gap, data):
+            content_gap_reject(gap_id=gap.pk, acting_user=request.user, reason=data["reason"])
+            return f"Gap {gap.pk} rejected."
+
+        return self._gap_form(
+            request, pk, GapRejectForm, lambda gap: {}, "Reject", act, "Reject the gap"
+        )

@@ -380,3 +380,77 @@ class PolicyAccess(models.Model):
 
     def __str__(self) -> str:
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.client} {self.event} {self.policy_number}"
+
+
+class ContentGap(models.Model):
+    """Similar questions the agent could not answer well, grouped for knowledge editors.
+
+    Filled by ``claims.gaps.content_gaps_refresh``: each question joins the
+    open gap of its line whose centroid is nearest (cosine similarity of the
+    offline sentence embedding, above a threshold) or starts a new one.
+    """
+
+    class Status(models.TextChoices):
+        OPEN = "open", "Open"
+        ACCEPTED = "accepted", "Accepted into a draft"
+        REJECTED = "rejected", "Rejected"
+
+    line = models.CharField(max_length=16, db_index=True)
+    title = models.CharField(max_length=300, help_text="The first question of the group.")
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.OPEN, db_index=True
+    )
+    # float32, L2-normalised mean of the questions' embeddings; empty without an embedder.
+    centroid = models.BinaryField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    reject_reason = models.TextField(blank=True)
+    draft_version = models.ForeignKey(
+        "knowledge.WordingVersion",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="content_gaps",
+        help_text="The wording version drafted with this gap's clause.",
+    )
+    draft_clause_id = models.CharField(max_length=20, blank=True)
+    history = HistoricalRecords(excluded_fields=["centroid"])
+
+    class Meta:
+        ordering = ["-updated_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["open", "accepted", "rejected"]),
+                name="content_gap_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="rejected") | ~Q(reject_reason=""),
+                name="content_gap_rejected_has_reason",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="accepted") | Q(draft_version__isnull=False),
+                name="content_gap_accepted_has_draft",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Gap {self.pk}: {self.title[:60]}"
+
+
+class ContentGapQuestion(models.Model):
+    """One customer question (a turn) in a content gap."""
+
+    gap = models.ForeignKey(ContentGap, on_delete=models.CASCADE, related_name="questions")
+    turn = models.OneToOneField(Turn, on_delete=models.CASCADE, related_name="content_gap_entry")
+    embedding = models.BinaryField(null=True, blank=True)
+    added_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["turn__created_at"]
+
+    def __str__(self) -> str:
+        return f"Turn {self.turn_id} in gap {self.gap_id}"

@@ -55,7 +55,12 @@ ROLE_PERMISSIONS[QUEUE_LEAD] = [
     "claims.view_replyrating",
     "claims.view_health",
 ]
-ROLE_PERMISSIONS[KNOWLEDGE_EDITOR] += ["claims.view_health"]
+# Knowledge editors turn content gaps into draft clauses, and watch health.
+ROLE_PERMISSIONS[KNOWLEDGE_EDITOR] += [
+    "claims.view_health",
+    "claims.view_contentgap",
+    "claims.change_contentgap",
+]
 
 
 def roles_sync() -> dict[str, Group]:
