@@ -86,6 +86,56 @@ class TurnAdmin(ReadOnlyAdmin):
     def cited(self, turn: Turn) -> str:
         return ", ".join(turn.cited_ids) or "—"
 
+    def get_urls(self):
+        return [
+            path(
+                "health/",
+                self.admin_site.admin_view(self.health_view),
+                name="claims_turn_health",
+            ),
+            *super().get_urls(),
+        ]
+
+    def health_view(self, request):
+        """Per line and per day, the last 30 days (claims.health)."""
+        from claims.health import LINES, line_health
+
+        if not request.user.has_perm("claims.view_health"):
+            raise PermissionDenied
+        chosen = request.GET.get("line", "")
+        lines = [chosen] if chosen in LINES else list(LINES)
+        charts = [
+            ("turns", "Turns", False),
+            ("answered_rate", "Answered", True),
+            ("nothing_fits_rate", "Nothing fits (no clause selected)", True),
+            ("inflow", "Queue inflow", False),
+            ("outflow", "Queue outflow", False),
+            ("median_answer_hours", "Median hours to a staff answer", False),
+            ("overdue", "Overdue at the end of the day", False),
+            ("guard_interventions", "Guard interventions", False),
+            ("helpful_rate", "Rated helpful", True),
+        ]
+        sections = []
+        for line in lines:
+            health = line_health(line=line)
+            sections.append(
+                {
+                    "health": health,
+                    "charts": [
+                        (title, health.chart(name, rate=rate)) for name, title, rate in charts
+                    ],
+                }
+            )
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Claim agent health, last 30 days",
+            "sections": sections,
+            "lines": LINES,
+            "chosen": chosen,
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/claims/health.html", context)
+
 
 class TurnInline(admin.TabularInline):
     model = Turn
