@@ -278,6 +278,7 @@ class PendingQuestionAdmin(ReadOnlyHistoryAdmin):
         "assignee",
         "short_question",
     ]
+    list_display_links = None  # reference_link is the link
     list_filter = [
         "status",
         OverdueFilter,
@@ -668,6 +669,7 @@ class ContentGapAdmin(ReadOnlyHistoryAdmin):
         "updated_at",
         "draft",
     ]
+    list_display_links = None  # gap_link is the link (the admin's own would nest inside it)
     list_filter = ["status", "line"]
     search_fields = ["title", "questions__turn__message"]
     change_form_template = "admin/claims/contentgap/change_form.html"

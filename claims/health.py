@@ -182,7 +182,7 @@ def svg_bars(
     for index, (value, day) in enumerate(zip(values, days, strict=True)):
         if value is None:
             continue
-        h = 0 if top == 0 else max(value / top * (height - 4), 1 if value else 0)
+        h = 0 if top == 0 else max(value / top * (height - 14), 1 if value else 0)
         shown = f"{value:.0%}" if rate else (f"{value:.1f}" if isinstance(value, float) else value)
         parts.append(
             f'<rect x="{index * bar + 1:.1f}" y="{height - h:.1f}" width="{bar - 2:.1f}" '
@@ -190,10 +190,7 @@ def svg_bars(
             f"<title>{day:%d %b}: {shown}</title></rect>"
         )
     top_label = "100%" if rate else f"{top:g}"
-    parts.append(
-        f'<text x="{width - 2}" y="10" font-size="9" text-anchor="end" fill="#666">'
-        f"max {top_label}</text>"
-    )
+    parts.append(f'<text x="2" y="9" font-size="9" fill="#666">max {top_label}</text>')
     parts.append(
         f'<text x="0" y="{height + 11}" font-size="9" fill="#666">{days[0]:%d %b}</text>'
         f'<text x="{width}" y="{height + 11}" font-size="9" text-anchor="end" fill="#666">'

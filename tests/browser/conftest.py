@@ -10,7 +10,7 @@ Fixtures for the whole team:
 
 - ``browser``: a headless Chromium for the test.
 - ``staff_page(role)``: a new page, logged in as the demo user of ``role``
-  (``editor``, ``editor2``, ``approver``, ``agent`` or ``admin``), with the
+  (``editor``, ``editor2``, ``approver``, ``agent``, ``lead`` or ``admin``), with the
   demo data loaded (``load_demo``) and a live server running; ``editor_page``,
   ``approver_page``, ``agent_page`` and ``admin_page`` are shortcuts.
 - ``screenshot(page, name)``: saves ``var/screenshots/<test>/<nn>-<name>.png``
@@ -40,6 +40,7 @@ DEMO_STAFF_BY_ROLE = {
     "editor2": "demo-editor-2",
     "approver": "demo-approver",
     "agent": "demo-agent",
+    "lead": "demo-lead",
 }
 
 

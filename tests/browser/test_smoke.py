@@ -12,7 +12,7 @@ pytestmark = pytest.mark.browser
     [
         ("editor", "Wording versions", "Policy schedules"),
         ("approver", "Releases", "Pending questions"),
-        ("agent", "Pending questions", "Wording versions"),
+        ("agent", "Pending questions", "Releases"),
     ],
 )
 def test_each_staff_role_sees_its_own_part_of_the_admin(

@@ -24,7 +24,9 @@ def _say(api_client, policy, message) -> dict:
 @pytest.fixture
 def activity(api_client):
     answered = _say(api_client, "NW-MTR-204518", "Will my policy pay for a rental car?")
-    nothing = _say(api_client, "NW-MTR-204518", "Is there any cover for vet bills for my pet llama?")
+    nothing = _say(
+        api_client, "NW-MTR-204518", "Is there any cover for vet bills for my pet llama?"
+    )
     api_client.post(
         f"/api/v1/conversations/{answered['conversation']}/messages/{answered['turn_id']}/rating/",
         {"rating": "helpful"},
