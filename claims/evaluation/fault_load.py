@@ -388,7 +388,13 @@ class LoadRun:
             if len(recent) == needed and all(t.status == 201 and t.ms < 2000 for t in recent):
                 return
             time.sleep(0.5)
-        raise RuntimeError(f"the web workers did not warm up within {deadline_seconds:.0f} s")
+        with self._lock:
+            last = [t.status for t in self.turns if t.phase == "warmup"][-needed:]
+        raise RuntimeError(
+            f"the web workers did not warm up within {deadline_seconds:.0f} s (last HTTP "
+            f"statuses {last}; is the database migrated? "
+            f"see {self.log_dir / 'load-faults-gunicorn.log'})"
+        )
 
     def _transition(self, name: str) -> None:
         if name == "baseline":

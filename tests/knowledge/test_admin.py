@@ -293,3 +293,45 @@ def test_an_oversized_upload_is_refused_before_it_is_stored(client, users):
     response = upload(client, VALID + "x" * (600 * 1024))
     assert "a wording source is at most 512 KB" in response.content.decode()
     assert WordingVersion.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_ingest_again_retries_a_failed_version_and_refuses_an_ingested_one(
+    client, users, storage_down, settings
+):
+    # given a version whose ingestion failed because storage was down
+    version = wording_version_create_for_admin()
+    stored = settings.STORAGES
+    storage_down()
+    from knowledge.services.ingestion import wording_version_ingest
+
+    assert wording_version_ingest(version_id=version.pk).outcome == "failed"
+    settings.STORAGES = stored
+    client.force_login(users["editor"])
+    # when the editor ingests it again from the list
+    response = act(client, "wordingversion", "ingest_again", [version.pk])
+    # then it is ingested (Celery is eager here) and the page says so
+    version.refresh_from_db()
+    assert version.status == "ingested"
+    assert texts(response) == ["NW-MOTOR 2026.2 ingested."]
+    # and an ingested version is refused with the reason
+    response = act(client, "wordingversion", "ingest_again", [version.pk])
+    assert texts(response) == [
+        "NW-MOTOR 2026.2 is ingested; only a failed, uploaded or stalled version is ingested again."
+    ]
+
+
+def wording_version_create_for_admin() -> WordingVersion:
+    from knowledge.services.ingestion import wording_version_create
+
+    return wording_version_create(
+        document_id="NW-MOTOR",
+        label="2026.2",
+        source_bytes=VALID.encode(),
+        filename="motor.md",
+        effective_from=date(2026, 7, 1),
+        effective_to=None,
+        channels=["direct"],
+        acting_user=None,
+        queue_ingestion=False,
+    )
