@@ -203,10 +203,20 @@ class ConversationVerificationCreateApi(APIView):
 
 
 class CitationSerializer(serializers.Serializer):
-    clause_id = serializers.CharField()
+    """A clause citation ``{clause_id, title, document, version}`` or an answer
+    card citation ``{card_id, title, sources}`` (the clause ids it rests on)."""
+
+    clause_id = serializers.CharField(required=False)
+    card_id = serializers.CharField(required=False)
     title = serializers.CharField()
-    document = serializers.CharField()
-    version = serializers.CharField()
+    document = serializers.CharField(required=False)
+    version = serializers.CharField(required=False)
+    sources = serializers.ListField(child=serializers.CharField(), required=False)
+
+
+class CardsSerializer(serializers.Serializer):
+    requested = serializers.ListField(child=serializers.CharField())
+    returned = serializers.ListField(child=serializers.CharField())
 
 
 class ClausesSerializer(serializers.Serializer):
@@ -228,14 +238,19 @@ class TurnOutputSerializer(serializers.Serializer):
     guidance_status = serializers.ChoiceField(choices=Turn.GuidanceStatus.choices)
     citations = CitationSerializer(many=True)
     clauses = ClausesSerializer()
+    cards = CardsSerializer()
     schedule = serializers.DictField(allow_null=True)
     facts = serializers.DictField()
     pending_question = PendingQuestionRefSerializer(allow_null=True)
     limitations = serializers.ListField(child=serializers.CharField())
 
 
-def turn_payload(turn: Turn, titles: dict[str, str]) -> dict:
+def turn_payload(
+    turn: Turn, titles: dict[str, str], cards: dict[str, tuple[str, list[str]]] | None = None
+) -> dict:
+    """The message response; ``cards`` maps a returned card id to (title, sources)."""
     pending = turn.pending_question
+    cards = cards or {}
     return {
         "turn_id": turn.pk,
         "trace_id": turn.trace_id,
@@ -249,12 +264,21 @@ def turn_payload(turn: Turn, titles: dict[str, str]) -> dict:
                 "version": turn.wording_label,
             }
             for clause_id in turn.cited_ids
+        ]
+        + [
+            {
+                "card_id": card_id,
+                "title": cards.get(card_id, ("", []))[0],
+                "sources": cards.get(card_id, ("", []))[1],
+            }
+            for card_id in turn.card_cited_ids
         ],
         "clauses": {
             "requested": turn.requested_ids,
             "returned": turn.returned_ids,
             "not_found": turn.not_found_ids,
         },
+        "cards": {"requested": turn.card_requested_ids, "returned": turn.card_returned_ids},
         "schedule": turn.schedule_summary,
         "facts": turn.facts,
         "pending_question": (
@@ -313,7 +337,12 @@ class ConversationMessageCreateApi(APIView):
             trace_id=result.turn.trace_id,
         )
         titles = {c.clause_id: c.title for c in result.outcome.returned}
-        return Response(turn_payload(result.turn, titles), status=status.HTTP_201_CREATED)
+        found = result.outcome.cards
+        cards = {
+            c.card_id: (c.question, list(c.source_clause_ids))
+            for c in (found.returned if found else ())
+        }
+        return Response(turn_payload(result.turn, titles, cards), status=status.HTTP_201_CREATED)
 
 
 def _validated(serializer_class, request) -> dict:

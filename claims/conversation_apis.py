@@ -50,6 +50,7 @@ class TurnSummarySerializer(serializers.Serializer):
     reply = serializers.CharField()
     guidance_status = serializers.ChoiceField(choices=Turn.GuidanceStatus.choices)
     cited_ids = serializers.ListField(child=serializers.CharField())
+    cited_card_ids = serializers.ListField(child=serializers.CharField())
     pending_question_id = serializers.IntegerField(allow_null=True)
 
 
@@ -100,6 +101,7 @@ class ConversationDetailApi(APIView):
                     "reply": turn.reply,
                     "guidance_status": turn.guidance_status,
                     "cited_ids": turn.cited_ids,
+                    "cited_card_ids": turn.card_cited_ids,
                     "pending_question_id": turn.pending_question_id,
                 }
                 for turn in view.turns

@@ -159,6 +159,12 @@ class Turn(models.Model):
     returned_ids = models.JSONField(default=list)
     not_found_ids = models.JSONField(default=list)
     cited_ids = models.JSONField(default=list)
+    # Answer cards (seed 001): above the bar and conditions, returned, cited;
+    # conflicts are [winner, loser] pairs of one topic.
+    card_requested_ids = models.JSONField(default=list, blank=True)
+    card_returned_ids = models.JSONField(default=list, blank=True)
+    card_cited_ids = models.JSONField(default=list, blank=True)
+    card_conflicts = models.JSONField(default=list, blank=True)
     guard_findings = models.JSONField(default=list)
     limitations = models.JSONField(default=list)
     facts = models.JSONField(default=dict)

@@ -9,9 +9,11 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
+from claims.agent.cards import CardRetrieval
 from claims.agent.types import PENDING_REFERENCE
 from claims.masking import name_digest, personal_data_mask, personal_data_scan
 from claims.models import Conversation, PendingQuestion, ReplyRating, Turn
+from knowledge.services.cards import cards_rating_count, cards_turn_count
 from northwind.errors import PermissionDenied, ServiceError
 
 if TYPE_CHECKING:
@@ -49,17 +51,22 @@ def reply_rate(*, turn: Turn, rating: str, comment: str = "") -> ReplyRating:
     if rating not in ReplyRating.Rating.values:
         raise ServiceError(f"A rating is one of {', '.join(ReplyRating.Rating.values)}.")
     masked = personal_data_mask(comment.strip()) if comment.strip() else ""
+    helpful = rating == ReplyRating.Rating.HELPFUL
     with transaction.atomic():
         existing = ReplyRating.objects.select_for_update().filter(turn=turn).first()
         if existing is None:
             entry = ReplyRating(turn=turn, rating=rating, comment=masked)
             entry._change_reason = "Rated by the client"
             entry.save()
+            # The answer cards the reply cited share its rating (seed 001 §6.3).
+            cards_rating_count(card_ids=turn.card_cited_ids, helpful=helpful, previous=None)
             return entry
+        previous = existing.rating == ReplyRating.Rating.HELPFUL
         existing.rating = rating
         existing.comment = masked
         existing._change_reason = "Rating changed by the client"
         existing.save(update_fields=["rating", "comment", "updated_at"])
+        cards_rating_count(card_ids=turn.card_cited_ids, helpful=helpful, previous=previous)
         return existing
 
 
@@ -288,6 +295,8 @@ def turn_record_save(*, outcome: TurnOutcome) -> Turn:
         conversation_id=request.conversation_id, text=request.message, names=names
     )
     reason = outcome.draft.pending_reason
+    cards = outcome.cards or CardRetrieval()
+    returned_cards = [c.card_id for c in cards.returned]
     updates: dict = {}
     if facts.schedule is not None and (
         facts.policy_number != request.conversation_policy_number
@@ -335,6 +344,10 @@ def turn_record_save(*, outcome: TurnOutcome) -> Turn:
             returned_ids=[c.clause_id for c in outcome.returned],
             not_found_ids=list(outcome.not_found),
             cited_ids=list(outcome.checked.cited_ids),
+            card_requested_ids=list(cards.requested),
+            card_returned_ids=returned_cards,
+            card_cited_ids=list(outcome.checked.cited_cards),
+            card_conflicts=[list(pair) for pair in cards.conflicts],
             guard_findings=[
                 {"rule": f.rule, "action": f.action, "excerpt": f.excerpt}
                 for f in outcome.checked.findings
@@ -350,5 +363,12 @@ def turn_record_save(*, outcome: TurnOutcome) -> Turn:
         if updates:
             Conversation.objects.filter(pk=request.conversation_id).update(
                 **updates, updated_at=timezone.now()
+            )
+        if returned_cards:
+            cards_turn_count(
+                returned=returned_cards,
+                cited=list(outcome.checked.cited_cards),
+                conflict_losers=[loser for _, loser in cards.conflicts],
+                at=turn.created_at,
             )
     return turn

@@ -558,3 +558,6 @@ class ReleaseAdmin(ReadOnlyHistoryAdmin):
 
     def has_request_permission(self, request) -> bool:
         return request.user.has_perm("knowledge.request_release")
+
+
+from knowledge import card_admin  # noqa: E402,F401  (answer cards: their own module)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from django.contrib.auth import get_user_model
 
+from knowledge.card_demo import demo_cards_load
 from knowledge.models import Release, WordingVersion
 from knowledge.services.ingestion import wording_version_create, wording_version_ingest
 from knowledge.services.releases import release_approve, release_request, release_withdraw
@@ -63,6 +64,8 @@ def demo_load(*, stdout) -> None:
             stdout.write(
                 f"  wording: {document_id} {label}: {result.clause_count} clauses, {state}"
             )
+    # Answer cards cite clauses of the approved 2026.2 wording.
+    demo_cards_load(stdout=stdout)
 
 
 def _release(version: WordingVersion, editor, approver, withdraw_reason: str | None) -> str:

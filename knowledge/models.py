@@ -260,3 +260,204 @@ class Release(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_line_display()} release of {self.version} ({self.status})"
+
+
+# --- answer cards (seed 001) --------------------------------------------------
+
+# A card for every line carries this prefix instead of a line's clause prefix.
+CARD_ALL_LINES_PREFIX = "GEN"
+
+
+class CardSequence(models.Model):
+    """The last card number handed out per prefix: card ids are never reused.
+
+    Cards are never deleted, but a counter of its own (locked when a number
+    is taken) keeps that true even if a row were ever removed by hand.
+    """
+
+    prefix = models.CharField(max_length=8, primary_key=True)
+    last_number = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"QA-{self.prefix}: {self.last_number}"
+
+
+class Card(models.Model):
+    """A staff-written answer to one customer question the wording does not answer alone.
+
+    Its question and aliases are what retrieval matches (never the answer);
+    its answer is a conclusion of at most 50 characters and a detail, each
+    readable on its own. Required conditions filter a card out of a turn;
+    optional ones only lower its rank. ``source_clause_ids`` name clauses of
+    ``source_version`` the answer rests on; their checksums at the time are
+    kept so that a later version that drops or changes one flags the card.
+    """
+
+    class Kind(models.TextChoices):
+        ANSWER = "answer", "Answer"
+        # Outside the policy wording: the chooser picks no clause for it.
+        NOT_HERE = "not_here", "Outside the wording (we do not answer this here)"
+
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        ACTIVE = "active", "Active"
+        DEPRECATED = "deprecated", "Deprecated"
+
+    class Confidence(models.TextChoices):
+        HIGH = "high", "High: rests on the wording"
+        MEDIUM = "medium", "Medium: a staff procedure"
+        LOW = "low", "Low: from queue answers, not yet confirmed"
+
+    card_id = models.CharField(max_length=20, unique=True, editable=False)
+    line = models.CharField(
+        max_length=16, choices=Line.choices, blank=True, help_text="Empty: every line."
+    )
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.ANSWER)
+    topic = models.CharField(
+        max_length=60, help_text="Cards of one topic compete; the best priority wins."
+    )
+    priority = models.PositiveSmallIntegerField(
+        default=10, help_text="Within its topic: 1 comes first."
+    )
+    question = models.CharField(max_length=200, help_text="The standard question, at most 50.")
+    aliases = models.JSONField(default=list, blank=True, help_text="3 to 8 ways customers ask it.")
+    conclusion = models.CharField(max_length=200, help_text="The answer in at most 50 characters.")
+    detail = models.TextField(blank=True, help_text="What the customer needs beyond it.")
+    # Required conditions: a card whose required condition fails is not a candidate.
+    required_channels = models.JSONField(default=list, blank=True)
+    required_policy_statuses = models.JSONField(default=list, blank=True)
+    required_schedule_sections = models.JSONField(default=list, blank=True)
+    # Optional conditions ({"channels": [...], "policy_statuses": [...],
+    # "schedule_sections": [...]}): each one that fails lowers the rank.
+    optional_conditions = models.JSONField(default=dict, blank=True)
+    source_version = models.ForeignKey(
+        WordingVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    source_clause_ids = models.JSONField(default=list, blank=True)
+    source_clause_hashes = models.JSONField(default=dict, blank=True, editable=False)
+    source_reference = models.CharField(
+        max_length=200, blank=True, help_text="An internal reference (procedure, page)."
+    )
+    confidence_hint = models.CharField(
+        max_length=8, choices=Confidence.choices, default=Confidence.MEDIUM
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    next_review_on = models.DateField(null=True, blank=True)
+    duplicate_justification = models.TextField(
+        blank=True, help_text="Why it stays apart from a near-duplicate active card."
+    )
+    drafted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", editable=False
+    )
+    activated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        editable=False,
+    )
+    activated_at = models.DateTimeField(null=True, blank=True, editable=False)
+    deprecated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        editable=False,
+    )
+    deprecated_at = models.DateTimeField(null=True, blank=True, editable=False)
+    deprecate_reason = models.TextField(blank=True, editable=False)
+    source_changed = models.BooleanField(default=False, editable=False)
+    source_change_note = models.TextField(blank=True, editable=False)
+    gate_results = models.JSONField(default=list, blank=True, editable=False)
+    gates_checked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    from_pending_reference = models.CharField(
+        max_length=20, blank=True, editable=False, help_text="The queue entry it came from."
+    )
+    # float32 unit rows: the question, then each alias (never the answer).
+    embedding = models.BinaryField(null=True, blank=True, editable=False)
+    embedding_model = models.CharField(max_length=100, blank=True, editable=False)
+    # Health, written with queryset.update() by each turn (no history rows).
+    recall_count = models.PositiveIntegerField(default=0, editable=False)
+    last_returned_at = models.DateTimeField(null=True, blank=True, editable=False)
+    cited_count = models.PositiveIntegerField(default=0, editable=False)
+    conflict_count = models.PositiveIntegerField(default=0, editable=False)
+    helpful_count = models.PositiveIntegerField(default=0, editable=False)
+    not_helpful_count = models.PositiveIntegerField(default=0, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    history = HistoricalRecords(
+        excluded_fields=[
+            "embedding",
+            "recall_count",
+            "last_returned_at",
+            "cited_count",
+            "conflict_count",
+            "helpful_count",
+            "not_helpful_count",
+        ]
+    )
+
+    class Meta:
+        ordering = ["card_id"]
+        permissions = [("activate_card", "Can activate or deprecate an answer card")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["draft", "active", "deprecated"]), name="card_status_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(kind__in=["answer", "not_here"]), name="card_kind_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(line="") | Q(line__in=Line.values), name="card_line_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(confidence_hint__in=["high", "medium", "low"]),
+                name="card_confidence_valid",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="active") | Q(activated_by__isnull=False),
+                name="card_activated_by_set",
+            ),
+            # Maker-checker: whoever drafted a card never activates it.
+            models.CheckConstraint(
+                condition=~Q(activated_by=F("drafted_by")), name="card_not_self_activated"
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="deprecated") | Q(deprecated_by__isnull=False),
+                name="card_deprecated_by_set",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.card_id} - {self.question}"
+
+    @property
+    def answer(self) -> str:
+        return f"{self.conclusion} {self.detail}".strip()
+
+    @property
+    def title(self) -> str:
+        return self.question
+
+
+class CardIndexVersion(models.Model):
+    """One row: bumped in the transaction that changes which cards are served.
+
+    Each turn reads the number (one small query) and uses the card index
+    built for it; a new number means a new index, built whole before use, so
+    a turn sees the cards before the change or after it, never a mixture.
+    """
+
+    number = models.PositiveBigIntegerField(default=0)
+    # A fresh value with every change: a number alone could come back (a
+    # restored backup), a stamp does not.
+    stamp = models.CharField(max_length=32, default="")
+
+    def __str__(self) -> str:
+        return f"Card index {self.number}"

@@ -22,6 +22,9 @@ ROLE_PERMISSIONS: dict[str, list[str]] = {
         "knowledge.view_clause",
         "knowledge.view_release",
         "knowledge.request_release",
+        "knowledge.add_card",
+        "knowledge.change_card",
+        "knowledge.view_card",
     ],
     APPROVER: [
         "knowledge.view_wordingdocument",
@@ -29,6 +32,8 @@ ROLE_PERMISSIONS: dict[str, list[str]] = {
         "knowledge.view_clause",
         "knowledge.view_release",
         "knowledge.approve_release",
+        "knowledge.view_card",
+        "knowledge.activate_card",
     ],
     # Queue agents read the schedule a pending question is about and the
     # clauses its turn fetched; holder contact details

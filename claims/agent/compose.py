@@ -411,6 +411,7 @@ def reply_compose(inputs: ComposeInputs) -> Draft:
     limitations: list[str] = []
     lines: list[str] = []
     cited: list[str] = []
+    cited_cards: list[str] = []
     schedule = facts.schedule
 
     if status in (GuidanceStatus.COMPLAINT, GuidanceStatus.WANTS_PERSON):
@@ -475,8 +476,11 @@ def reply_compose(inputs: ComposeInputs) -> Draft:
             limitations.append(f"The clause request was rejected: {inputs.selection.rejected}")
         limitations.append("No clause of the wording answers this question.")
     else:
-        answer_lines, cited = _answer_from_clauses(inputs)
-        lines.extend(answer_lines)
+        card_lines, cited_cards = _answer_from_cards(inputs)
+        lines.extend(card_lines)
+        if inputs.fetch is not None and inputs.fetch.returned:
+            answer_lines, cited = _answer_from_clauses(inputs)
+            lines.extend(answer_lines)
         lines.extend(_schedule_fact_lines(inputs))
 
     if schedule is not None and schedule.status != "active":
@@ -495,7 +499,28 @@ def reply_compose(inputs: ComposeInputs) -> Draft:
         status=status,
         pending_reason=reason,
         limitations=tuple(limitations),
+        cited_cards=tuple(cited_cards),
     )
+
+
+def _answer_from_cards(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
+    """A returned card's conclusion first, then its detail, then where it comes from.
+
+    The card is a staff answer, written to be sent as it is (seed 001 §2.2);
+    the clauses it rests on are named only when this turn returned them.
+    """
+    returned = {c.clause_id for c in inputs.fetch.returned} if inputs.fetch else set()
+    lines: list[str] = []
+    cited: list[str] = []
+    for card in inputs.cards:
+        lines.append(card.conclusion)
+        if card.detail:
+            lines.append(card.detail)
+        rests_on = [cid for cid in card.source_clause_ids if cid in returned]
+        source = f", which rests on {', '.join(rests_on)}" if rests_on else ""
+        lines.append(f"(From our answer card {card.card_id}{source}.)")
+        cited.append(card.card_id)
+    return lines, cited
 
 
 def turn_assess(
@@ -506,8 +531,13 @@ def turn_assess(
     has_content: bool,
     asks_for_decision: bool,
     intent: CustomerIntent | None = None,
+    cards_returned: bool = False,
 ) -> Assessment:
-    """The turn's guidance status and, if staff must take over, why."""
+    """The turn's guidance status and, if staff must take over, why.
+
+    A staff answer card returned this turn answers the question even when
+    no clause does (seed 001); a request for a decision still goes to staff.
+    """
     if intent is not None:
         # A complaint or a request for a person goes to a person, whatever
         # the schedule or the wording says.
@@ -515,6 +545,10 @@ def turn_assess(
             status=GuidanceStatus(intent.value), pending_reason=PendingReason(intent.value)
         )
     status, reason = _assess(facts, wording, fetch, has_content, asks_for_decision)
+    if cards_returned and status is GuidanceStatus.NO_CLAUSE_SELECTED and has_content:
+        if asks_for_decision:
+            return Assessment(GuidanceStatus.ANSWERED, PendingReason.NEEDS_DECISION)
+        return Assessment(GuidanceStatus.ANSWERED, None)
     return Assessment(status=status, pending_reason=reason)
 
 
@@ -575,9 +609,10 @@ def model_draft(inputs: ComposeInputs, text: str | None, *, writer: str) -> Draf
     grounded = reply_compose(inputs)
     if inputs.assessment.status is not GuidanceStatus.ANSWERED or not (text or "").strip():
         return grounded
-    from claims.agent.guard import clause_ids_in
+    from claims.agent.guard import card_ids_in, clause_ids_in
 
     named = tuple(clause_ids_in(text))
+    cards = tuple(card_ids_in(text))
     if inputs.pending_reference:
         text = f"{text}\n{queue_sentence(inputs.pending_reference)}"
-    return replace(grounded, text=text, cited_ids=named, writer=writer)
+    return replace(grounded, text=text, cited_ids=named, cited_cards=cards, writer=writer)

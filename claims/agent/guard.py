@@ -26,6 +26,21 @@ def dashes_normalise(text: str) -> str:
     return _DASHES.sub("-", text)
 
 
+# Answer card ids (seed 001): QA-, a line's clause prefix or GEN, a number.
+CARD_ID_RE = re.compile(r"\bQA-(?:MTR|HOM|CNT|GEN)-\d{1,6}\b", re.IGNORECASE)
+
+
+def card_ids_in(text: str) -> list[str]:
+    """The answer card ids a text names, upper-cased, in order, once each."""
+    found = (m.upper() for m in CARD_ID_RE.findall(dashes_normalise(text)))
+    return list(dict.fromkeys(found))
+
+
+def card_statements(card_texts: list[str]) -> set[str]:
+    """The sentences of returned cards, squashed: what a card itself states."""
+    return {_squash(s).rstrip(".;:,") for text in card_texts for s in sentences(text)}
+
+
 def clause_ids_in(text: str) -> list[str]:
     """The clause ids a text names, upper-cased, in order, once each."""
     found = (m.upper() for m in CLAUSE_ID_RE.findall(dashes_normalise(text)))
@@ -169,6 +184,8 @@ def draft_guard(
     answers_question: bool,
     pending_reference: str | None,
     fallback: str,
+    returned_cards: dict[str, str] | None = None,
+    cited_cards: tuple[str, ...] = (),
 ) -> CheckedDraft:
     """Check a draft; return the text that may be sent and what was removed.
 
@@ -177,9 +194,25 @@ def draft_guard(
     question: such a reply cites nothing. ``pending_reference`` is the
     reference (``PQ-<id>``) of the pending question this turn created, if any.
     ``fallback`` replaces the reply when nothing of it survives.
+
+    ``returned_cards`` maps each answer card returned this turn to its
+    answer. Card ids are treated like clause ids: only a returned card may
+    be cited or named. A card never decides; a time is allowed only in a
+    sentence the card itself states, word for word.
     """
     findings: list[GuardFinding] = []
     clause_texts = list(returned.values())
+    returned_cards = returned_cards or {}
+    stated = card_statements(list(returned_cards.values()))
+
+    kept_cards: list[str] = []
+    for card_id in cited_cards:
+        if not answers_question:
+            findings.append(GuardFinding("uncited_answer", "removed_citation", card_id))
+        elif card_id not in returned_cards:
+            findings.append(GuardFinding("citation", "removed_citation", card_id))
+        elif card_id not in kept_cards:
+            kept_cards.append(card_id)
 
     kept_citations: list[str] = []
     for clause_id in cited_ids:
@@ -195,7 +228,13 @@ def draft_guard(
         kept: list[str] = []
         protected, quotes = verbatim_quotes_protect(line, clause_texts)
         for sentence in sentences(protected):
-            rule = _sentence_violation(sentence, set(returned), answers_question, pending_reference)
+            rule = _sentence_violation(
+                sentence,
+                set(returned) | set(returned_cards),
+                answers_question,
+                pending_reference,
+                stated_by_card=_squash(sentence).rstrip(".;:,") in stated,
+            )
             original = _restore(sentence, quotes).strip()
             if rule is None:
                 kept.append(original)
@@ -208,19 +247,31 @@ def draft_guard(
         findings.append(GuardFinding("decision", "replaced_reply", text.strip()[:200]))
         checked_text = fallback
         kept_citations = []
-    return CheckedDraft(checked_text, tuple(kept_citations), tuple(findings))
+        kept_cards = []
+    return CheckedDraft(
+        checked_text, tuple(kept_citations), tuple(findings), cited_cards=tuple(kept_cards)
+    )
 
 
 def _sentence_violation(
-    sentence: str, returned: set[str], answers_question: bool, pending_reference: str | None
+    sentence: str,
+    returned: set[str],
+    answers_question: bool,
+    pending_reference: str | None,
+    *,
+    stated_by_card: bool = False,
 ) -> str | None:
-    """The rule a sentence breaks (verbatim clause quotations set aside), or None."""
-    for clause_id in clause_ids_in(sentence):
-        if clause_id not in returned or not answers_question:
+    """The rule a sentence breaks (verbatim clause quotations set aside), or None.
+
+    ``returned`` holds the clause and card ids returned this turn;
+    ``stated_by_card`` says the sentence is one a returned card states.
+    """
+    for item_id in [*clause_ids_in(sentence), *card_ids_in(sentence)]:
+        if item_id not in returned or not answers_question:
             return "citation" if answers_question else "uncited_answer"
     if matches_any(DECISION_RE, sentence):
         return "decision"
-    if matches_any(TIME_RE, sentence):
+    if matches_any(TIME_RE, sentence) and not stated_by_card:
         return "time_promise"
     if matches_any(ACTION_RE, sentence):
         backed = (
@@ -233,7 +284,9 @@ def _sentence_violation(
     return None
 
 
-def text_violations(text: str, clause_texts: list[str] = ()) -> dict[str, int]:
+def text_violations(
+    text: str, clause_texts: list[str] = (), card_texts: list[str] = ()
+) -> dict[str, int]:
     """Count decision, unbacked-action and time patterns in a final reply.
 
     Used by the evaluation to re-scan what the API returned: every count must
@@ -244,10 +297,11 @@ def text_violations(text: str, clause_texts: list[str] = ()) -> dict[str, int]:
     protected = "\n".join(
         verbatim_quotes_protect(line, list(clause_texts))[0] for line in text.splitlines()
     )
+    stated = card_statements(list(card_texts))
     for sentence in sentences(protected):
         if matches_any(DECISION_RE, sentence):
             counts["decision"] += 1
-        if matches_any(TIME_RE, sentence):
+        if matches_any(TIME_RE, sentence) and _squash(sentence).rstrip(".;:,") not in stated:
             counts["time_promise"] += 1
         if matches_any(ACTION_RE, sentence) and not QUEUE_SENTENCE_RE.search(sentence):
             counts["unbacked_action"] += 1

@@ -21,12 +21,23 @@ from typing import Any
 
 from django.utils import timezone
 
+from claims.agent.cards import EMPTY as NO_CARDS
+from claims.agent.cards import (
+    CardContext,
+    CardIndex,
+    CardRetrieval,
+    IndexedCard,
+    cards_fit,
+    cards_retrieve,
+    served_index,
+)
 from claims.agent.compose import asks_for_decision, fallback_reply, has_content, turn_assess
 from claims.agent.facts import turn_facts_load
 from claims.agent.guard import clause_ids_in, draft_guard
 from claims.agent.intents import customer_intent
 from claims.agent.selection_schema import selection_validate
 from claims.agent.types import (
+    MAX_CLAUSES,
     PENDING_REFERENCE,
     Assessment,
     CheckedDraft,
@@ -56,6 +67,7 @@ STEP_LABELS = {
     "route": "Finding the wording that applies to your policy",
     "directory": "Listing the clauses of your wording",
     "select": "Choosing the clauses that answer your question",
+    "cards": "Looking for a staff answer to your question",
     "resolve": "Reading your policy wording",
     "assess": "Checking what can be answered",
     "compose": "Writing the reply",
@@ -111,6 +123,7 @@ def turn_run(
         payload["wording"] = f"{wording.document_id} {wording.label}".strip() or wording.kind
 
     directory = selection = fetch = None
+    cards = NO_CARDS
     content = has_content(request.message) or bool(clause_ids_in(request.message))
     # "hi", "ok thanks": nothing to look up, no directory shown, nothing for the queue.
     if wording.kind == "routed" and content:
@@ -119,12 +132,19 @@ def turn_run(
         with steps.step("directory") as payload:
             directory = clause_directory(version_id=wording.version_id)
             payload["clauses"] = len(directory.entries)
+        with steps.step("cards") as payload:
+            card_index = served_index()
+            cards = cards_step(request, facts, card_index)
+            payload["card_ids"] = [c.card_id for c in cards.returned]
         with steps.step("select") as payload:
-            selection = select_step(request, facts, wording, directory, chooser)
+            selection = select_step(request, facts, wording, directory, chooser, card_index)
             payload["clause_ids"] = list(selection.requested)
-        if selection.requested:
+        cards, clause_ids = cards_fit(
+            cards, selection.requested, {e.clause_id for e in directory.entries}, MAX_CLAUSES
+        )
+        if clause_ids:
             with steps.step("resolve") as payload:
-                fetch = store.fetch(version_id=wording.version_id, clause_ids=selection.requested)
+                fetch = store.fetch(version_id=wording.version_id, clause_ids=clause_ids)
                 payload["clause_ids"] = [c.clause_id for c in fetch.returned]
         elif selection.not_in_directory:
             fetch = ClauseFetch(status="ok", returned=(), not_found=(), detail="")
@@ -137,14 +157,17 @@ def turn_run(
             has_content=content,
             asks_for_decision=asks_for_decision(request.message),
             intent=customer_intent(request.message),
+            cards_returned=bool(cards.returned),
         )
         payload["guidance_status"] = assessment.status.value
     with steps.step("compose") as payload:
-        inputs = compose_inputs(request, facts, wording, selection, fetch, assessment, content)
+        inputs = compose_inputs(
+            request, facts, wording, selection, fetch, assessment, content, cards
+        )
         draft = writer.write(inputs=inputs)
         payload["writer"] = draft.writer
     with steps.step("guard") as payload:
-        checked = guard_step(draft, fetch, inputs.pending_reference)
+        checked = guard_step(draft, fetch, inputs.pending_reference, inputs.cards)
         payload["findings"] = len(checked.findings)
 
     outcome = TurnOutcome(
@@ -164,6 +187,7 @@ def turn_run(
         timings_ms={**steps.timings, "total": round((time.perf_counter() - started) * 1000, 3)},
         model_name=chooser.name,
         fetch_detail=fetch.detail if fetch is not None else "",
+        cards=cards,
     )
     with steps.step("record") as payload:
         turn = turn_record(outcome)
@@ -177,9 +201,10 @@ def select_step(
     wording: WordingChoice,
     directory,
     chooser: ClauseChooser,
+    card_index: CardIndex | None = None,
 ) -> Selection:
     """The chooser's ids, through the tool schema (≤3, each from the directory)."""
-    context = SelectionContext(facts.line, wording.version_id, facts.history)
+    context = SelectionContext(facts.line, wording.version_id, facts.history, card_index=card_index)
     try:
         raw = chooser.choose(message=request.message, directory=directory, context=context)
         return selection_validate(raw, directory)
@@ -187,6 +212,11 @@ def select_step(
         return Selection(
             raw=(), requested=(), not_in_directory=(), rejected=f"the model failed: {exc}"
         )
+
+
+def cards_step(request: TurnRequest, facts: Facts, index: CardIndex) -> CardRetrieval:
+    """The answer cards for the message whose required conditions hold (seed 001)."""
+    return cards_retrieve(request.message, CardContext.from_facts(facts), index=index)
 
 
 def compose_inputs(
@@ -197,6 +227,7 @@ def compose_inputs(
     fetch: ClauseFetch | None,
     assessment: Assessment,
     content: bool,
+    cards: CardRetrieval = NO_CARDS,
 ) -> ComposeInputs:
     return ComposeInputs(
         message=request.message,
@@ -208,11 +239,15 @@ def compose_inputs(
         assessment=assessment,
         has_content=content,
         pending_reference=PENDING_REFERENCE if assessment.pending_reason is not None else None,
+        cards=cards.returned,
     )
 
 
 def guard_step(
-    draft: Draft, fetch: ClauseFetch | None, pending_reference: str | None
+    draft: Draft,
+    fetch: ClauseFetch | None,
+    pending_reference: str | None,
+    cards: tuple[IndexedCard, ...] = (),
 ) -> CheckedDraft:
     returned = fetch.returned if fetch is not None else ()
     return draft_guard(
@@ -222,6 +257,8 @@ def guard_step(
         answers_question=draft.status is GuidanceStatus.ANSWERED,
         pending_reference=pending_reference,
         fallback=fallback_reply(pending_reference),
+        returned_cards={c.card_id: f"{c.conclusion}\n{c.detail}" for c in cards},
+        cited_cards=draft.cited_cards,
     )
 
 

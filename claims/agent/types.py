@@ -17,6 +17,7 @@ from northwind.errors import ServiceUnavailable
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from claims.agent.cards import CardRetrieval, IndexedCard
     from claims.models import Turn
     from knowledge.clause_store import ClauseFetch, FetchedClause
     from knowledge.selectors import ClauseDirectory
@@ -137,6 +138,9 @@ class SelectionContext:
     line: str
     version_id: int
     history: tuple[PriorTurn, ...] = ()
+    # The answer cards served this turn (claims.agent.cards.CardIndex): what
+    # they answer outside the wording needs no clause.
+    card_index: Any = None
 
 
 @dataclass(frozen=True)
@@ -198,6 +202,8 @@ class ComposeInputs:
     # Set when the turn will open a pending question: the placeholder the
     # record step replaces with the entry's reference (``PENDING_REFERENCE``).
     pending_reference: str | None = None
+    # Answer cards returned this turn, best first (seed 001).
+    cards: tuple[IndexedCard, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -208,6 +214,7 @@ class Draft:
     pending_reason: PendingReason | None
     limitations: tuple[str, ...] = ()
     writer: str = "grounded-composer"
+    cited_cards: tuple[str, ...] = ()  # answer card ids the draft rests on
 
 
 @dataclass(frozen=True)
@@ -222,6 +229,7 @@ class CheckedDraft:
     text: str
     cited_ids: tuple[str, ...]
     findings: tuple[GuardFinding, ...]
+    cited_cards: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -240,6 +248,7 @@ class TurnOutcome:
     timings_ms: dict[str, float]
     model_name: str
     fetch_detail: str = ""  # why the store returned nothing, for the pending question
+    cards: CardRetrieval | None = None  # answer cards requested and returned
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,9 @@ from claims.evaluation.inventory import Inventory, Question, questions_subset
 from claims.models import Turn
 
 RENTAL = "Will my policy pay for a rental car while mine is repaired?"
-UNANSWERABLE = "does my warranty from the dealer cover the gearbox"
+# No clause and no answer card answers it (the warranty question of seed 002 is a
+# "we do not answer this here" card now, QA-GEN-0012).
+UNANSWERABLE = "do you sponsor local sports clubs?"
 COVERED_POLICY = "NW-MTR-204518"
 NOT_COVERED_POLICY = "NW-MTR-204577"
 SCENARIO_RUNS = 5
@@ -62,10 +64,22 @@ def turn_violations(turn: Turn, api_body: dict) -> dict[str, int]:
                 version_id=turn.wording_version_id, clause_id__in=turn.returned_ids
             ).values_list("text", flat=True)
         )
-    counts = text_violations(api_body.get("reply", ""), texts)
-    returned = set(turn.returned_ids)
-    api_cited = {c["clause_id"] for c in api_body.get("citations", [])}
-    counts["citation_not_returned"] = len((set(turn.cited_ids) | api_cited) - returned)
+    card_texts: list[str] = []
+    if turn.card_returned_ids:
+        from knowledge.models import Card
+
+        card_texts = [
+            f"{conclusion}\n{detail}"
+            for conclusion, detail in Card.objects.filter(
+                card_id__in=turn.card_returned_ids
+            ).values_list("conclusion", "detail")
+        ]
+    counts = text_violations(api_body.get("reply", ""), texts, card_texts)
+    returned = set(turn.returned_ids) | set(turn.card_returned_ids)
+    citations = api_body.get("citations", [])
+    api_cited = {c.get("clause_id") or c.get("card_id") for c in citations}
+    cited = set(turn.cited_ids) | set(turn.card_cited_ids) | api_cited
+    counts["citation_not_returned"] = len(cited - returned)
     return counts
 
 
@@ -138,8 +152,10 @@ def inventory_run(
 
 
 def _line_figures(results: list[TurnResult]) -> dict:
-    answerable = [r for r in results if not r.question.no_clause]
+    """Clause figures on the clause questions; card figures, apart, on the card questions."""
+    answerable = [r for r in results if not r.question.no_clause and not r.question.card]
     no_clause = [r for r in results if r.question.no_clause]
+    card_questions = [r for r in results if r.question.card]
 
     def any_of(r: TurnResult, ids: list[str]) -> bool:
         return any(e in ids for e in r.question.expected)
@@ -163,11 +179,36 @@ def _line_figures(results: list[TurnResult]) -> dict:
         "no_clause_questions": len(no_clause),
         "nothing_fits": _share(nothing, len(no_clause)),
     }
+    figures["cards"] = _card_figures(card_questions, answerable)
     figures["summary"] = (
         f"returned {figures['returned']}, cited {figures['cited']}, "
-        f"nothing-fits {nothing}/{len(no_clause)}"
+        f"nothing-fits {nothing}/{len(no_clause)}; cards first "
+        f"{figures['cards']['returned_first']} of {len(card_questions)}"
     )
     return figures
+
+
+def _card_figures(card_questions: list[TurnResult], clause_questions: list[TurnResult]) -> dict:
+    """How the answer cards did, reported apart from the clauses."""
+    n = len(card_questions)
+
+    def first(r: TurnResult) -> bool:
+        ids = r.turn.card_returned_ids
+        return bool(ids) and ids[0] in r.question.expected
+
+    def among(r: TurnResult, ids: list[str]) -> bool:
+        return any(e in ids for e in r.question.expected)
+
+    return {
+        "questions": n,
+        "returned_first": _share(sum(first(r) for r in card_questions), n),
+        "returned": _share(sum(among(r, r.turn.card_returned_ids) for r in card_questions), n),
+        "cited": _share(sum(among(r, r.turn.card_cited_ids) for r in card_questions), n),
+        "queued": sum(r.turn.pending_question_id is not None for r in card_questions),
+        # A card on a clause question is not wrong in itself (a card and its
+        # clause may both come back); counted so a greedy card shows.
+        "card_on_clause_questions": sum(bool(r.turn.card_returned_ids) for r in clause_questions),
+    }
 
 
 def _misses(results: list[TurnResult]) -> list[dict]:
@@ -177,6 +218,10 @@ def _misses(results: list[TurnResult]) -> list[dict]:
         if q.no_clause:
             missed = bool(r.requested) or r.turn.pending_question_id is None or bool(r.cited)
             kind = "selected_for_no_clause_question" if r.requested else "not_queued"
+        elif q.card:
+            ids = r.turn.card_returned_ids
+            missed = not ids or ids[0] not in q.expected
+            kind = "expected_card_not_first"
         else:
             missed = not any(e in r.returned for e in q.expected)
             kind = "expected_not_returned"

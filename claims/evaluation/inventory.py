@@ -24,6 +24,11 @@ class Question:
     def no_clause(self) -> bool:
         return self.coverage == "no_clause"
 
+    @property
+    def card(self) -> bool:
+        """Answered by a staff answer card (``expected`` holds card ids)."""
+        return self.coverage == "card"
+
 
 @dataclass(frozen=True)
 class Inventory:

@@ -728,12 +728,18 @@ def _attempt_run(attempt: _Attempt) -> IngestResult:
                 "ingested_at",
             ]
         )
+        # Cards citing a clause this version drops or changes leave the index.
+        from knowledge.services.cards import cards_sources_check
+
+        flagged = cards_sources_check(version_id=version_id)
         document = locked.document
         if not document.title and parsed.title:
             document.title = _printable(parsed.title, 200)
             document._change_reason = "Title from the first ingested version"
             document.save(update_fields=["title"])
     logger.info("ingestion: %s ingested, %s clauses under %s", version, len(rows), prefix)
+    if flagged:
+        logger.info("ingestion: %s flagged cards whose source changed: %s", version, flagged)
     return IngestResult(
         outcome="ingested",
         version_id=version_id,

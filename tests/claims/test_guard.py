@@ -198,3 +198,59 @@ def test_made_up_ids_in_any_spelling_are_caught():
 def test_a_returned_id_in_lower_case_is_still_the_returned_clause():
     checked = guard("mtr-ben-03 gives up to NZD 60 a day.")
     assert checked.findings == ()
+
+
+# --- answer cards are treated like clauses -------------------------------------------
+
+CLAIM_TIME = (
+    "Most claims are assessed within 10 working days.\n"
+    "Claims needing an inspection can take longer, and your assessor tells you if yours does."
+)
+
+
+def card_guard(text, *, cards=("QA-GEN-0015",), returned_cards=None, answers=True):
+    return draft_guard(
+        text=text,
+        cited_ids=(),
+        returned={},
+        answers_question=answers,
+        pending_reference=None,
+        fallback="I can't answer that from your policy wording.",
+        returned_cards={"QA-GEN-0015": CLAIM_TIME} if returned_cards is None else returned_cards,
+        cited_cards=tuple(cards),
+    )
+
+
+def test_only_a_card_returned_this_turn_may_be_cited_or_named():
+    checked = card_guard(
+        "Most claims are assessed within 10 working days.\nQA-GEN-0099 says we can go faster.",
+        cards=("QA-GEN-0015", "QA-GEN-0099"),
+    )
+    assert checked.cited_cards == ("QA-GEN-0015",)
+    assert "QA-GEN-0099" not in checked.text
+    assert rules(checked).count("citation") == 2
+
+
+def test_a_time_is_kept_only_where_the_card_itself_states_it():
+    stated = card_guard("Most claims are assessed within 10 working days.")
+    assert stated.text == "Most claims are assessed within 10 working days."
+    assert stated.findings == ()
+    invented = card_guard("Your claim will be assessed within 2 days.")
+    assert "2 days" not in invented.text
+    assert "time_promise" in rules(invented)
+    no_card = card_guard("Most claims are assessed within 10 working days.", returned_cards={})
+    assert "time_promise" in rules(no_card)
+
+
+def test_a_card_never_decides_a_claim():
+    checked = card_guard(
+        "Most claims are assessed within 10 working days. We will pay your claim in full."
+    )
+    assert "We will pay" not in checked.text
+    assert "decision" in rules(checked)
+
+
+def test_the_evaluation_rescan_accepts_a_time_its_card_states():
+    reply = "Most claims are assessed within 10 working days."
+    assert text_violations(reply, [], [CLAIM_TIME])["time_promise"] == 0
+    assert text_violations(reply, [], [])["time_promise"] == 1

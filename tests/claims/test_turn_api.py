@@ -84,7 +84,7 @@ def test_rental_on_a_policy_whose_schedule_does_not_list_it(api_client):
 
 def test_a_question_no_clause_answers_goes_to_the_queue_without_citation(api_client):
     conversation = start(api_client, "NW-MTR-204518")
-    body = say(api_client, conversation, "What is the street address of your head office?")
+    body = say(api_client, conversation, "Do you sponsor local sports clubs?")
     assert body["guidance_status"] == "no_clause_selected"
     assert body["citations"] == []
     assert body["pending_question"]["reason"] == "no_clause"

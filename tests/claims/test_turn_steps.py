@@ -15,7 +15,17 @@ from tests.claims.test_turn_api import RENTAL, start
 
 pytestmark = pytest.mark.django_db
 
-STEPS = ["facts", "route", "directory", "select", "resolve", "assess", "compose", "guard"]
+STEPS = [
+    "facts",
+    "route",
+    "directory",
+    "cards",
+    "select",
+    "resolve",
+    "assess",
+    "compose",
+    "guard",
+]
 
 
 def run(conversation_id: int, message: str = RENTAL, *, on_step=None, pinned=None):

@@ -14,10 +14,31 @@ from claims.agent.types import MAX_CLAUSES, ClauseChooser, DraftWriter
 
 from .conftest import FakeSource, context
 
+# Questions answer cards answer outside the wording (in a turn they come
+# from the served cards; here, a fixed sample of such cards' questions).
+OUTSIDE_WORDING = (
+    "What is your office address?",
+    "How do I change my bank account for direct debit?",
+    "Can I get a discount on my premium?",
+    "Does the dealer's warranty cover it?",
+)
+
+
+def no_cards():
+    return None
+
+
+@pytest.fixture(scope="module")
+def outside_rows():
+    from knowledge.embedding import default_embedder
+
+    rows = default_embedder().encode(list(OUTSIDE_WORDING))
+    return lambda: rows
+
 
 @pytest.fixture
-def hybrid(source):
-    return HybridModel(index_source=source)
+def hybrid(source, outside_rows):
+    return HybridModel(index_source=source, outside_wording=outside_rows)
 
 
 @pytest.mark.parametrize(
@@ -81,6 +102,7 @@ def test_a_referenced_clause_can_fill_a_free_slot(source, directory):
 
     model = HybridModel(
         index_source=source,
+        outside_wording=no_cards,
         params=HybridParams(keep_cosine=2.0, keep_bm25=1e9, reference_cosine=-1.0),
     )
     selected = model.choose(
@@ -95,7 +117,7 @@ def test_every_selector_names_at_most_three_directory_ids(name, source, director
         "baseline": KeywordBaselineModel(index_source=source),
         "bm25": Bm25Model(index_source=source),
         "embedding": EmbeddingModel(index_source=source),
-        "hybrid": HybridModel(index_source=source),
+        "hybrid": HybridModel(index_source=source, outside_wording=no_cards),
     }[name]
     message = (
         "car crashed, windscreen broken, keys stolen, need a hire car, what is my excess, "
@@ -120,7 +142,7 @@ def test_baseline_scores_title_hits_four_times_body_hits(source, directory):
 
 def test_the_index_is_built_once_per_version_not_per_turn(directory):
     source = FakeSource(embedded=False)  # no stored vectors: embedded once, at first use
-    model = HybridModel(index_source=source)
+    model = HybridModel(index_source=source, outside_wording=no_cards)
     for message in ("hire car", "windscreen", "excess", "total loss"):
         model.choose(message=message, directory=directory, context=context())
     assert source.calls == 1

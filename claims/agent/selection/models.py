@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -166,32 +167,18 @@ class EmbeddingModel(_IndexedModel):
         return _threshold_top(index, cosines, minimum=self.minimum, relative=self.relative)
 
 
-# Questions a customer asks an insurer that no wording answers. A message
-# closer to one of these than to any clause selects nothing (it goes to the
-# pending-answers queue); seed 002's "how long is the warranty?" is the model.
-OUT_OF_SCOPE_TOPICS: tuple[str, ...] = (
-    "What is your office address?",
-    "What is your phone number? How do I call or email you?",
-    "What are your opening hours?",
-    "How do I change my bank account or credit card for the direct debit?",
-    "How do I pay my premium, and can I change my payment date?",
-    "Can I get a discount on my premium?",
-    "Do you price match a cheaper quote from another insurer?",
-    "Will my premium go up at renewal?",
-    "Do you sell travel insurance, pet insurance, life insurance or health insurance?",
-    "Can you recommend a builder, mechanic, plumber or other tradesperson?",
-    "Does the dealer's or manufacturer's warranty cover it?",
-    "How do I log in to my account or reset my password?",
-)
-_topic_vectors: dict[str, np.ndarray] = {}
+# Questions customers ask that no wording answers ("what are your opening
+# hours?", seed 002's "how long is the warranty?") are answer cards now, which
+# staff edit: a message closer to one of them than to any clause selects no
+# clause. They come with the turn (``SelectionContext.card_index``) or, for a
+# chooser used on its own, from ``outside_wording`` (default: the served cards).
+OutsideWording = Callable[[], "np.ndarray | None"]
 
 
-def _out_of_scope_vectors(embedder: Embedder) -> np.ndarray:
-    vectors = _topic_vectors.get(embedder.name)
-    if vectors is None:
-        vectors = np.asarray(embedder.encode(list(OUT_OF_SCOPE_TOPICS)), dtype=np.float32)
-        _topic_vectors[embedder.name] = vectors
-    return vectors
+def served_outside_wording() -> np.ndarray | None:
+    from claims.agent.cards import served_index
+
+    return served_index().outside_wording
 
 
 @dataclass(frozen=True)
@@ -249,9 +236,11 @@ class HybridModel(_IndexedModel):
         index_source: IndexSource | None = None,
         embedder: Embedder | None = None,
         params: HybridParams | None = None,
+        outside_wording: OutsideWording | None = None,
     ) -> None:
         super().__init__(index_source=index_source, embedder=embedder)
         self.params = params or HybridParams()
+        self._outside_wording = outside_wording or served_outside_wording
 
     def choose(
         self, *, message: str, directory: ClauseDirectory, context: SelectionContext
@@ -307,7 +296,9 @@ class HybridModel(_IndexedModel):
             lists.append({index.ids.index(c): r for r, c in enumerate(prior_ids, start=1)})
         best_bm = float(bm25.max()) if n else 0.0
         # Out-of-scope topics are judged on the customer's own words.
-        out_of_scope = self._out_of_scope(vector if query == message else self._embed(message))
+        out_of_scope = self._out_of_scope(
+            vector if query == message else self._embed(message), context
+        )
         off_topic = out_of_scope - best_cos >= p.out_of_scope_margin
         fits = (best_cos >= p.fit_cosine or best_bm >= p.fit_bm25) and not off_topic
 
@@ -353,12 +344,15 @@ class HybridModel(_IndexedModel):
             selected=tuple(selected[:MAX_CLAUSES]),
         )
 
-    def _out_of_scope(self, vector: np.ndarray | None) -> float:
-        """The query's best cosine with an out-of-scope topic (0 without embedder)."""
-        embedder = self._get_embedder()
-        if embedder is None or vector is None:
+    def _out_of_scope(self, vector: np.ndarray | None, context: SelectionContext) -> float:
+        """The query's best cosine with a question cards answer outside the wording."""
+        if vector is None:
             return 0.0
-        return float((_out_of_scope_vectors(embedder) @ vector).max())
+        card_index = getattr(context, "card_index", None)
+        rows = card_index.outside_wording if card_index is not None else self._outside_wording()
+        if rows is None or not len(rows) or rows.shape[1] != vector.shape[0]:
+            return 0.0
+        return float((rows @ vector).max())
 
     def _add_reference(
         self,

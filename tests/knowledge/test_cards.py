@@ -1,0 +1,330 @@
+"""Answer cards (seed 001): ids, gates, maker-checker, index switching, sources, CSV."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
+from django.db import IntegrityError, transaction
+
+from claims.agent.cards import CardContext, cards_retrieve
+from knowledge.models import Card, WordingVersion
+from knowledge.services.cards import (
+    CardContent,
+    CardError,
+    card_activate,
+    card_create,
+    card_deprecate,
+    card_draft_from_pending,
+    card_gates_check,
+    card_sources_review,
+    card_update,
+    cards_csv_export,
+    cards_csv_import,
+)
+from knowledge.services.ingestion import wording_version_create, wording_version_ingest
+from knowledge.services.releases import release_approve, release_request
+
+MOTOR = CardContext(
+    line="motor",
+    sales_channel="direct",
+    policy_status="active",
+    coverage_sections=("alternative_transport",),
+)
+WORDING = Path(__file__).resolve().parents[2] / "knowledge" / "content" / "wording"
+
+
+def _user(name: str):
+    return get_user_model().objects.get(username=name)
+
+
+def _content(**overrides) -> CardContent:
+    editor = _user("demo-editor")
+    fields = dict(
+        line="motor",
+        topic="tyres",
+        question="Do you pay for a flat tyre?",
+        aliases=[
+            "is a puncture covered",
+            "my tyre went flat, can I claim",
+            "does insurance cover tyre punctures",
+        ],
+        conclusion="A puncture alone is wear and tear.",
+        detail="Tyre damage from a puncture or a blow-out is not covered on its own; damage "
+        "to tyres in an accident is part of the accident claim.",
+        source_version_id=WordingVersion.objects.get(
+            document__document_id="NW-MOTOR", label="2026.2"
+        ).pk,
+        source_clause_ids=["MTR-EXC-01"],
+        owner_id=editor.pk,
+        next_review_on=date(2027, 6, 30),
+    )
+    fields.update(overrides)
+    return CardContent(**fields)
+
+
+def test_the_demo_ships_active_cards_for_every_line_with_append_only_ids(demo):
+    active = Card.objects.filter(status=Card.Status.ACTIVE)
+    assert 30 <= active.count() <= 60
+    assert {c.line for c in active} == {"", "motor", "home", "contents"}
+    assert active.get(card_id="QA-GEN-0001").question == "What hours is the claims line open?"
+    # the drafter and the activator are two people
+    assert all(c.activated_by_id != c.drafted_by_id for c in active)
+
+
+def test_card_ids_are_per_line_and_never_reused(demo):
+    editor = _user("demo-editor")
+    first = card_create(acting_user=editor, content=_content())
+    second = card_create(acting_user=editor, content=_content(question="Is a blow-out covered?"))
+    assert (first.card_id, second.card_id) == ("QA-MTR-0006", "QA-MTR-0007")
+    Card.objects.filter(pk=second.pk).delete()  # even a row removed by hand
+    third = card_create(acting_user=editor, content=_content(question="Tyre burst?"))
+    assert third.card_id == "QA-MTR-0008"
+    general = card_create(acting_user=editor, content=_content(line="", source_clause_ids=[]))
+    assert general.card_id.startswith("QA-GEN-")
+
+
+def test_the_person_who_drafted_a_card_cannot_activate_it(demo):
+    admin = _user("demo-admin")  # may do everything, still not both halves
+    card = card_create(acting_user=admin, content=_content())
+    with pytest.raises(CardError, match="drafted a card cannot activate it"):
+        card_activate(card_id=card.card_id, acting_user=admin)
+    card.refresh_from_db()
+    assert card.status == Card.Status.DRAFT
+    # and the database refuses it whatever the path
+    card.status, card.activated_by = Card.Status.ACTIVE, admin
+    with pytest.raises(IntegrityError), transaction.atomic():
+        card.save()
+
+
+def test_an_editor_without_the_activate_permission_is_refused(demo):
+    card = card_create(acting_user=_user("demo-editor"), content=_content())
+    with pytest.raises(PermissionDenied, match="permission to activate"):
+        card_activate(card_id=card.card_id, acting_user=_user("demo-editor-2"))
+
+
+def test_a_complete_card_passes_its_gates_and_serves_from_the_next_turn(demo):
+    card = card_create(acting_user=_user("demo-editor"), content=_content())
+    assert cards_retrieve("my tyre went flat, can I claim", MOTOR).returned == ()
+    results = {r.gate: r for r in card_gates_check(card=card)}
+    assert all(r.passed for r in results.values()), results
+    card_activate(card_id=card.card_id, acting_user=_user("demo-approver"))
+    found = cards_retrieve("my tyre went flat, can I claim", MOTOR)
+    assert [c.card_id for c in found.returned] == [card.card_id]
+    card.refresh_from_db()
+    assert card.source_clause_hashes.keys() == {"MTR-EXC-01"}
+
+
+def test_a_near_duplicate_card_cannot_be_activated_unless_justified(demo):
+    editor, approver = _user("demo-editor"), _user("demo-approver")
+    card = card_create(
+        acting_user=editor,
+        content=_content(
+            line="",
+            topic="claims line",
+            question="What time is the claims line open?",
+            aliases=["claims phone hours", "can I call claims at night", "claims line times"],
+            conclusion="Any time: the claims line never closes.",
+            source_version_id=None,
+            source_clause_ids=[],
+            source_reference="contact-centre guide",
+        ),
+    )
+    with pytest.raises(CardError, match="near-duplicate of QA-GEN-0001") as refused:
+        card_activate(card_id=card.card_id, acting_user=approver)
+    assert "merge the cards or say why" in str(refused.value)
+    card.refresh_from_db()
+    assert card.status == Card.Status.DRAFT
+    assert {r["gate"]: r["passed"] for r in card.gate_results}["near_duplicate"] is False
+
+
+def test_completeness_and_sources_gates_name_what_is_wrong(demo):
+    card = card_create(
+        acting_user=_user("demo-editor"),
+        content=_content(
+            question="Do you pay for a flat tyre or a blow-out on the motorway at night?",
+            aliases=["puncture"],
+            conclusion="See above.",
+            source_clause_ids=["MTR-EXC-99"],
+        ),
+    )
+    results = {r.gate: r for r in card_gates_check(card=card)}
+    detail = results["completeness"].detail
+    assert results["completeness"].passed is False
+    assert "question is 66 characters (at most 50)" in detail
+    assert "1 aliases (3 to 8)" in detail
+    assert "not self-contained" in detail
+    assert results["sources"].passed is False
+    assert "has no clause MTR-EXC-99" in results["sources"].detail
+
+
+def test_a_card_that_decides_a_claim_fails_completeness(demo):
+    card = card_create(
+        acting_user=_user("demo-editor"),
+        content=_content(conclusion="Yes, we will pay for your tyre."),
+    )
+    result = card_gates_check(card=card)[0]
+    assert result.passed is False
+    assert "decides a claim" in result.detail
+
+
+def test_deprecating_a_card_takes_it_out_of_the_next_turns_candidates(demo):
+    question = "what hours is the claims line open?"
+    assert cards_retrieve(question, MOTOR).returned[0].card_id == "QA-GEN-0001"
+    card_deprecate(card_id="QA-GEN-0001", acting_user=_user("demo-approver"), reason="moved")
+    after = cards_retrieve(question, MOTOR)
+    assert "QA-GEN-0001" not in after.requested
+    card = Card.objects.get(card_id="QA-GEN-0001")
+    assert card.status == Card.Status.DEPRECATED  # kept, out of the index
+    with pytest.raises(CardError, match="deprecated and kept"):
+        card_update(card_id="QA-GEN-0001", acting_user=_user("demo-editor"), content=_content())
+
+
+def test_editing_an_active_card_makes_it_a_draft_for_someone_else_to_activate(demo):
+    content = CardContent.of(Card.objects.get(card_id="QA-MTR-0002"))
+    content.detail += " Ask us if you are unsure."
+    question = "Can I cancel my car policy for a full refund?"
+    assert cards_retrieve(question, MOTOR).returned[0].card_id == "QA-MTR-0002"
+    card = card_update(card_id="QA-MTR-0002", acting_user=_user("demo-editor-2"), content=content)
+    assert (card.status, card.drafted_by.username) == (Card.Status.DRAFT, "demo-editor-2")
+    assert "QA-MTR-0002" not in cards_retrieve(question, MOTOR).requested
+    card_activate(card_id="QA-MTR-0002", acting_user=_user("demo-approver"))
+    assert cards_retrieve(question, MOTOR).returned[0].card_id == "QA-MTR-0002"
+
+
+def test_a_required_condition_filters_and_an_optional_one_lowers_the_rank(demo):
+    hire = "how do I book the hire car"
+    listed = cards_retrieve(hire, MOTOR)
+    assert listed.returned[0].card_id == "QA-MTR-0003"
+    not_listed = cards_retrieve(hire, CardContext(line="motor", coverage_sections=()))
+    assert "QA-MTR-0003" not in [c.card_id for c in not_listed.returned]
+    assert ("QA-MTR-0003", "schedule section alternative_transport") in not_listed.filtered
+    home = cards_retrieve(hire, CardContext(line="home"))
+    assert "QA-MTR-0003" not in [c.card_id for c in home.returned]
+
+
+def test_a_new_version_that_drops_or_changes_a_cited_clause_flags_the_card(demo):
+    # given a motor version without MTR-GEN-02 (cited by QA-MTR-0002) and with
+    # MTR-CLM-02 (cited by QA-MTR-0005) changed
+    source = (WORDING / "NW-MOTOR-2026.2.md").read_text(encoding="utf-8")
+    source = source[: source.index("## MTR-GEN-02")]
+    source = source.replace("within 48 hours of finding out", "within 72 hours of finding out")
+    version = wording_version_create(
+        document_id="NW-MOTOR",
+        label="2026.3",
+        source_bytes=source.encode(),
+        filename="2026.3.md",
+        effective_from=date(2027, 1, 1),
+        effective_to=None,
+        channels=["direct", "broker"],
+        acting_user=_user("demo-editor"),
+        queue_ingestion=False,
+    )
+    # when it is ingested
+    assert wording_version_ingest(version_id=version.pk).outcome == "ingested"
+    # then the cards citing them are flagged and out of the index; the others are not
+    dropped = Card.objects.get(card_id="QA-MTR-0002")
+    assert dropped.source_changed is True
+    assert dropped.source_change_note == "MTR-GEN-02 no longer in NW-MOTOR 2026.3."
+    changed = Card.objects.get(card_id="QA-MTR-0005")
+    assert changed.source_change_note == "MTR-CLM-02 changed in NW-MOTOR 2026.3."
+    assert Card.objects.get(card_id="QA-MTR-0001").source_changed is False
+    question = "Can I cancel my car policy for a full refund?"
+    assert "QA-MTR-0002" not in cards_retrieve(question, MOTOR).requested
+    # a review against a version that lacks the clause is refused; against
+    # one that has it (changed), the card serves again
+    release = release_request(version_id=version.pk, acting_user=_user("demo-editor"))
+    release_approve(release_id=release.pk, acting_user=_user("demo-approver"))
+    with pytest.raises(CardError, match="has no clause MTR-GEN-02"):
+        card_sources_review(
+            card_id="QA-MTR-0002",
+            acting_user=_user("demo-approver"),
+            version_id=version.pk,
+            reason="checked",
+        )
+    card_sources_review(
+        card_id="QA-MTR-0005",
+        acting_user=_user("demo-approver"),
+        version_id=version.pk,
+        reason="the card does not quote the hours",
+    )
+    found = cards_retrieve("Do I need a Police report for a stolen car?", MOTOR)
+    assert found.returned[0].card_id == "QA-MTR-0005"
+
+
+def test_csv_export_then_import_changes_nothing(demo):
+    editor = _user("demo-editor")
+    exported = cards_csv_export(Card.objects.all())
+    result = cards_csv_import(data=exported.encode(), acting_user=editor)
+    assert result.errors == []
+    assert result.created == [] and result.updated == []
+    assert len(result.unchanged) == Card.objects.count()
+    assert Card.objects.filter(status=Card.Status.ACTIVE).count() == len(result.unchanged)
+
+
+def test_a_csv_with_a_bad_row_imports_nothing_and_names_the_row(demo):
+    editor = _user("demo-editor")
+    header = "question,conclusion,line,aliases,source_document,source_version,next_review_on\n"
+    rows = (
+        'How do I claim for a windscreen?,Call us or claim online.,motor,"a|b|c",,,\n'
+        "Another card,Some answer.,boat,,,,\n"
+        "Third,Answer here.,motor,,NW-MOTOR,2031.9,tomorrow\n"
+    )
+    before = Card.objects.count()
+    result = cards_csv_import(data=(header + rows).encode(), acting_user=editor)
+    assert Card.objects.count() == before
+    assert any(e.startswith("Row 3: Line 'boat'") for e in result.errors), result.errors
+    assert any("Row 4: there is no wording version NW-MOTOR 2031.9" in e for e in result.errors)
+    assert cards_csv_import(data=b"\xff\xfe", acting_user=editor).errors == [
+        "The file is not UTF-8 text (save the spreadsheet as CSV UTF-8)."
+    ]
+
+
+def test_a_staff_answer_in_the_queue_becomes_a_draft_card(demo):
+    from claims.models import Conversation, PendingQuestion
+
+    conversation = Conversation.objects.create(client=_user("demo-client"))
+    entry = PendingQuestion.objects.create(
+        conversation=conversation,
+        question="can i get my excess back if the other driver pays",
+        reason="no_clause",
+        line="motor",
+        status="answered",
+        staff_answer="Yes, once we recover the cost from the other driver's insurer. We refund "
+        "your excess when the recovery succeeds.",
+    )
+    card = card_draft_from_pending(entry_id=entry.pk, acting_user=_user("demo-editor"))
+    assert card.status == Card.Status.DRAFT
+    assert card.card_id.startswith("QA-MTR-")
+    assert card.from_pending_reference == entry.reference
+    assert card.confidence_hint == Card.Confidence.LOW
+    assert "can i get my excess back" in card.aliases[0]
+    assert card.detail.startswith("Yes, once we recover")
+
+
+def test_the_admin_imports_a_csv_and_shows_row_errors_without_importing(demo, client):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    client.force_login(_user("demo-editor"))
+    before = Card.objects.count()
+    bad = SimpleUploadedFile(
+        "cards.csv", b"question,conclusion,line\nA question?,An answer.,boat\n"
+    )
+    page = client.post("/admin/knowledge/card/import/", {"file": bad})
+    assert page.status_code == 200
+    assert "Row 2: Line &#x27;boat&#x27;" in page.content.decode()
+    assert Card.objects.count() == before
+    good = SimpleUploadedFile(
+        "cards.csv",
+        b"question,conclusion,line,aliases\nIs a puncture covered?,Not on its own.,motor,a|b|c\n",
+    )
+    done = client.post("/admin/knowledge/card/import/", {"file": good})
+    assert done.status_code == 302
+    card = Card.objects.get(question="Is a puncture covered?")
+    assert (card.status, card.drafted_by.username) == (Card.Status.DRAFT, "demo-editor")
+    exported = client.get("/admin/knowledge/card/export/")
+    assert exported["Content-Type"].startswith("text/csv")
+    assert card.card_id in exported.content.decode()
