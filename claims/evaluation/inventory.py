@@ -17,8 +17,9 @@ class Question:
     line: str
     text: str
     expected: tuple[str, ...]
-    coverage: str
+    coverage: str  # "clause", "no_clause", "decision", or "unlabelled" (real questions)
     after: str | None
+    source_line: str = ""  # a real question's own line ("offtopic" too); "" for inventories
 
     @property
     def no_clause(self) -> bool:
@@ -28,6 +29,15 @@ class Question:
     def card(self) -> bool:
         """Answered by a staff answer card (``expected`` holds card ids)."""
         return self.coverage == "card"
+
+    @property
+    def decision(self) -> bool:
+        """It asks for a decision on one claim: queued as ``needs_decision``."""
+        return self.coverage == "decision"
+
+    @property
+    def answerable(self) -> bool:
+        return self.coverage not in ("no_clause", "decision", "unlabelled", "card")
 
 
 @dataclass(frozen=True)

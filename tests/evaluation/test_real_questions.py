@@ -1,0 +1,142 @@
+"""``evaluate --questions``: any TSV of real questions through the claim endpoint."""
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+pytestmark = pytest.mark.django_db
+
+QUESTIONS = (
+    "id\tline\tdomain\tquestion\n"
+    "Q-1\tmotor\tauto\tWill my policy pay for a rental car while mine is repaired?\n"
+    "Q-2\tofftopic\tlife\tWhat is the cash value of a whole life policy?\n"
+    "Q-3\tmotor\tauto\tWas the decline of my claim justified?\n"
+    "Q-4\thome\thome\tIs my house covered if a storm damages the roof?\n"
+    "Q-5\tcontents\trenters\tIs my laptop covered if someone steals it?\n"
+)
+LABELS = (
+    "id\tline\texpected\tsplit\n"
+    "Q-1\tmotor\tMTR-BEN-03\ttest\n"
+    "Q-2\tofftopic\tnone\ttest\n"
+    "Q-3\tmotor\tdecision\ttest\n"
+    "Q-4\thome\tHOM-COV-01\ttune\n"
+)
+
+
+@pytest.fixture
+def files(settings, tmp_path):
+    settings.VAR_DIR = tmp_path
+    questions = tmp_path / "questions.tsv"
+    labels = tmp_path / "labels.tsv"
+    questions.write_text(QUESTIONS, encoding="utf-8")
+    labels.write_text(LABELS, encoding="utf-8")
+    return questions, labels, tmp_path / "reports"
+
+
+def _report(reports):
+    [path] = reports.glob("evaluation-*.json")
+    return json.loads(path.read_text())
+
+
+def test_labelled_questions_of_one_half_are_scored_per_line(demo, files):
+    questions, labels, reports = files
+    out = StringIO()
+    call_command(
+        "evaluate",
+        "--questions",
+        str(questions),
+        "--labels",
+        str(labels),
+        "--split",
+        "test",
+        "--selector",
+        "hybrid",
+        "--no-scenarios",
+        stdout=out,
+    )
+    report = _report(reports)
+    assert report["source"]["split"] == "test" and report["source"]["asked"] == 3
+    [hybrid] = report["selectors"]
+    # Q-4 is in the tune half and Q-5 unlabelled: neither is asked
+    assert set(hybrid["lines"]) <= {"motor", "home", "contents"}
+    asked = sum(
+        f["questions"] + f["no_clause_questions"] + f["decision_questions"] + f["unlabelled"]
+        for f in hybrid["lines"].values()
+    )
+    assert asked == 3
+    motor = hybrid["lines"]["motor"]
+    assert motor["questions"] == 1 and motor["returned"] == 1.0
+    assert motor["decision_questions"] == 1
+    assert hybrid["must_be_zero"]["server_error"] == 0
+    assert "Real questions: 3" in out.getvalue()
+
+
+def test_without_labels_offtopic_questions_must_select_nothing(demo, files):
+    questions, _, reports = files
+    call_command(
+        "evaluate",
+        "--questions",
+        str(questions),
+        "--labels",
+        "",
+        "--selector",
+        "bm25",
+        "--no-scenarios",
+        stdout=StringIO(),
+    )
+    [run] = _report(reports)["selectors"]
+    lines = run["lines"]
+    assert sum(f["no_clause_questions"] for f in lines.values()) == 1
+    assert sum(f["unlabelled"] for f in lines.values()) == 4
+    assert sum(f["questions"] for f in lines.values()) == 0
+
+
+@pytest.mark.parametrize(
+    ("questions", "labels", "message"),
+    [
+        ("id\tquestion\nQ-1\thello\n", None, "line 1: the header must name the columns"),
+        ("id\tline\tquestion\nQ-1\tboats\tIs my boat covered?\n", None, "line 2: line 'boats'"),
+        ("id\tline\tquestion\nQ-1\tmotor\tA?\nQ-1\tmotor\tB?\n", None, "line 3: Q-1 appears twice"),
+        (QUESTIONS, "id\texpected\nQ-1\tMTR-BEN-3\n", "line 2: expected 'MTR-BEN-3'"),
+        (QUESTIONS, "id\texpected\tsplit\nQ-1\tnone\tdev\n", "line 2: split 'dev'"),
+    ],
+)
+def test_a_bad_file_is_refused_with_the_line(demo, files, questions, labels, message):
+    qpath, lpath, _ = files
+    qpath.write_text(questions, encoding="utf-8")
+    args = ["--questions", str(qpath), "--no-scenarios"]
+    if labels is not None:
+        lpath.write_text(labels, encoding="utf-8")
+        args += ["--labels", str(lpath)]
+    with pytest.raises(CommandError, match=message):
+        call_command("evaluate", *args, stdout=StringIO())
+
+
+def test_a_missing_questions_file_is_named(demo, files, tmp_path):
+    with pytest.raises(CommandError, match="No such questions file"):
+        call_command(
+            "evaluate",
+            "--questions",
+            str(tmp_path / "nope.tsv"),
+            "--no-scenarios",
+            stdout=StringIO(),
+        )
+
+
+def test_split_needs_labels(demo, files):
+    questions, _, _ = files
+    with pytest.raises(CommandError, match="--split needs labels"):
+        call_command(
+            "evaluate",
+            "--questions",
+            str(questions),
+            "--labels",
+            "",
+            "--split",
+            "tune",
+            "--no-scenarios",
+            stdout=StringIO(),
+        )
