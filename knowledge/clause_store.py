@@ -43,6 +43,8 @@ class FetchedClause:
     document_id: str
     version_label: str
     sha256: str
+    # The quotable parts parsed at ingestion (knowledge.clause_parts), from the row.
+    parts: tuple[dict, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,7 @@ class StorageClauseStore:
                     document_id=row.version.document.document_id,
                     version_label=row.version.label,
                     sha256=row.sha256,
+                    parts=tuple(row.parts or ()),
                 )
             )
         return ClauseFetch(status="ok", returned=tuple(returned), not_found=not_found, detail="")

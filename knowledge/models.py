@@ -158,8 +158,12 @@ class Clause(models.Model):
     embedding = models.BinaryField(null=True, blank=True)
     # float32 rows, one per passage (knowledge.embedding.passage_texts), L2-normalised.
     passage_embeddings = models.BinaryField(null=True, blank=True)
+    # The quotable parts, parsed once at ingestion (knowledge.clause_parts).
+    parts = models.JSONField(default=list, blank=True)
 
-    history = HistoricalRecords(excluded_fields=["embedding", "passage_embeddings", "text"])
+    history = HistoricalRecords(
+        excluded_fields=["embedding", "passage_embeddings", "text", "parts"]
+    )
 
     class Meta:
         ordering = ["version", "position"]

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from claims.agent import text as T
 from claims.agent.types import (
     Assessment,
     ComposeInputs,
@@ -23,147 +24,68 @@ from claims.agent.types import (
     PendingReason,
     WordingChoice,
 )
+from knowledge.clause_parts import clause_parts
 
 if TYPE_CHECKING:
     from knowledge.clause_store import ClauseFetch
 
-# --- the customer's words ----------------------------------------------------
+# --- words ----------------------------------------------------------------------
+# One text toolkit (claims.agent.text) for stems, stop words and the glossary;
+# the sets below only name which of its stems mean "money", "time" or nothing
+# in particular.
 
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
-_STOP = frozenset(
-    """a about above after again all am an and any are as at be been before being below
-    between both but by can could did do does doing down during each few for from further
-    had has have having he her here hers him his how i if in into is it its itself just me
-    more most my myself no nor not now of off on once only or other our ours out over own
-    same she should so some such than that the their theirs them then there these they this
-    those through to too under until up very was we were what when where which while who
-    whom why will with would you your yours u ur im i'm it's dont don't does doesn't
-    is isn't can't cant get got gonna wanna pls please hi hey hello thanks thank ok okay
-    policy insurance northwind still also much many""".split()
-)
-# Customer words mapped to the wording's words, so a part can be matched on
-# either (the selector already chose the clause; this only ranks its parts).
-_SYNONYMS = {
-    "rental": "hire",
-    "rent": "hire",
-    "rented": "hire",
-    "renting": "hire",
-    "loan": "hire",
-    "petrol": "fuel",
-    "gas": "fuel",
-    "gasoline": "fuel",
-    "diesel": "fuel",
-    "windshield": "windscreen",
-    "deductible": "excess",
-    "deductable": "excess",
-    "totaled": "total",
-    "totalled": "total",
-    "writeoff": "total",
-    "write": "total",
-    "toll": "tolls",
-    "parking": "parking",
-    "ticket": "fines",
-    "fine": "fines",
-    "cab": "taxi",
-    "uber": "ride",
-    "bus": "public",
-    "train": "public",
-    "stolen": "theft",
-    "nicked": "theft",
-    "pinched": "theft",
-    "robbed": "theft",
-    "burglary": "theft",
-    "steal": "theft",
-    "stole": "theft",
-    "long": "days",
-    "daily": "day",
-    "per": "day",
-}
 _MONEY_WORDS = frozenset(
-    "pay paid pays cost costs much limit covered cover covers reimburse refund money max"
-    " maximum amount claim price dollars nzd".split()
+    T.stem(w)
+    for w in "pay paid pays cost costs much limit covered cover covers reimburse refund money max"
+    " maximum amount price dollars nzd".split()
 )
-_TIME_WORDS = frozenset("long start starts end ends until days weeks when time how".split())
-
-
-def _stem(word: str) -> str:
-    for suffix in ("ing", "ed", "es", "s"):
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
-
-
+_TIME_WORDS = frozenset(
+    T.stem(w) for w in "long start starts end ends until days weeks when time".split()
+)
 # Words every clause of a line uses: naming them picks no particular part.
-_COMMON = frozenset(_stem(w) for w in "car home house contents damage loss belongings".split())
+_COMMON = frozenset(T.stem(w) for w in "car home house contents damage loss belongings".split())
+# Words that say "does it pay" without naming what: they rank no part.
+_GENERIC = frozenset(
+    T.stem(w)
+    for w in "pay paid cover covered covers claim claims policy insured get help happen"
+    " happens need know".split()
+)
 
 
-def terms(text: str) -> set[str]:
-    """Content words of ``text``, stemmed, with customer synonyms added."""
-    out: set[str] = set()
-    for word in _WORD.findall(text.lower()):
-        if word in _STOP or len(word) < 3:
-            continue
-        out.add(_stem(word))
-        if word in _SYNONYMS:
-            out.add(_stem(_SYNONYMS[word]))
-    return out
+def terms(text: str) -> frozenset[str]:
+    """A customer's content stems with the wording's words for them (the toolkit's)."""
+    return T.terms(text, customer=True)
 
 
 # --- the clause's parts ------------------------------------------------------
 
-# The clause stating its own exclusion ("Not included:", "We do not cover"),
-# not a sentence about someone else ("The NHC does not cover ...").
-_NEGATIVE = re.compile(
-    r"^(not included|not covered|excluded)\b|\b(we do not cover|we don't cover|"
-    r"we do not pay|is not covered|are not covered|not included)\b",
-    re.IGNORECASE,
-)
-# Words that say "does it pay" without naming what: they rank no part.
-_GENERIC = frozenset(
-    _stem(w) for w in "pay paid cover covered covers claim claims policy insured get help".split()
-)
-_AMOUNT = re.compile(r"\b(NZD|\$)\s?[\d,]+|\bup to\b|\blimit\b", re.IGNORECASE)
-_DURATION = re.compile(r"\b(starts?|ends?|days?|weeks?|until|whichever is first)\b", re.IGNORECASE)
-_META = re.compile(r"^(Kind|Schedule section|Visibility|Refers to):", re.IGNORECASE)
-
 
 @dataclass(frozen=True)
 class Part:
-    """A line of a clause: a sentence-bearing paragraph or a bullet, with its lead-in."""
+    """A part parsed at ingestion (knowledge.clause_parts), with its stems."""
 
     text: str  # verbatim from the clause
     lead_in: str  # the "We do not cover:" line a bullet hangs from, verbatim, or ""
+    negative: bool
+    has_amount: bool
+    has_duration: bool
     terms: frozenset[str]
 
-    @property
-    def negative(self) -> bool:
-        return bool(_NEGATIVE.search(self.text) or _NEGATIVE.search(self.lead_in))
 
-    @property
-    def has_amount(self) -> bool:
-        return bool(_AMOUNT.search(self.text))
-
-    @property
-    def has_duration(self) -> bool:
-        return bool(_DURATION.search(self.text))
-
-
-def clause_parts(text: str) -> list[Part]:
-    parts: list[Part] = []
-    lead_in = ""
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#") or _META.match(line) or line.startswith(">"):
-            continue
-        is_bullet = line.startswith(("- ", "* ", "• "))
-        body = line[2:].strip() if is_bullet else line
-        if not is_bullet:
-            lead_in = line if line.endswith(":") else ""
-            if line.endswith(":"):
-                continue
-        context = lead_in if is_bullet else ""
-        parts.append(Part(body, context, frozenset(terms(f"{context} {body}"))))
-    return parts
+def _parts(clause) -> list[Part]:
+    """The clause's stored parts; a row stored without them is parsed here."""
+    stored = clause.parts or clause_parts(clause.text)
+    return [
+        Part(
+            text=p["text"],
+            lead_in=p["lead_in"],
+            negative=p["negative"],
+            has_amount=p["amount"],
+            has_duration=p["duration"],
+            terms=T.terms(f"{p['lead_in']} {p['text']}"),
+        )
+        for p in stored
+    ]
 
 
 # --- intents -------------------------------------------------------------------
@@ -185,7 +107,7 @@ _DECISION_ASK = re.compile(
 
 def has_content(message: str) -> bool:
     """Whether a message says anything beyond greetings and filler ("hi", "ok thanks")."""
-    return bool(terms(message))
+    return bool(T.terms(message))
 
 
 def asks_for_decision(message: str) -> bool:
@@ -329,6 +251,23 @@ def _general_parts(
     return chosen
 
 
+def _excludes_what_was_asked(matching: list[Part], known: frozenset[str]) -> bool:
+    """Whether the best-matching part is an exclusion of what the question is about.
+
+    ``known`` is what the customer named that the clause speaks of at all. An
+    exclusion that shares one incidental word with a longer question (the
+    gift-cards line, for a car theft that mentions a card) does not make the
+    answer "not included": it must cover at least half of what was named,
+    and no part that includes something may match more.
+    """
+    best = matching[0]
+    if not best.negative or not known:
+        return False
+    hits = len(best.terms & known)
+    positive = max((len(p.terms & known) for p in matching if not p.negative), default=0)
+    return hits >= positive and 2 * hits >= len(known)
+
+
 def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
     """Sentences answering from the returned clauses, and the ids they cite.
 
@@ -341,26 +280,40 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
     assert inputs.fetch is not None
     message = inputs.message
     asked = terms(message)
+    said = T.terms(message)
     wants_money = bool(asked & _MONEY_WORDS) or "how much" in message.lower()
     wants_time = bool(asked & _TIME_WORDS) and not wants_money
     lines: list[str] = []
     cited: list[str] = []
     answered: set[str] = set()  # what the clauses already quoted speak about
     for index, clause in enumerate(inputs.fetch.returned):
-        parts = clause_parts(clause.text)
+        parts = _parts(clause)
         if not parts:
             continue
-        own = terms(f"{clause.title} {clause.text}")
+        own = T.terms(f"{clause.title} {clause.text}")
         if index > 0 and not ((asked - _GENERIC - answered) & own):
             continue  # a further clause that adds nothing to what was asked
-        specific = asked - terms(clause.title) - _GENERIC - answered
+        title_terms = T.terms(clause.title)
+        specific = asked - title_terms - _GENERIC - answered
         answered |= own
+
+        def score(part: Part, specific: frozenset[str] = specific) -> int:
+            return len(specific & part.terms)
+
+        # Best match first; on a tie, what the clause includes before what it
+        # excludes, then clause order (sorted is stable).
         matching = sorted(
-            (p for p in parts if specific & p.terms),
-            key=lambda p: (len(specific & p.terms), p.negative),
-            reverse=True,
+            (p for p in parts if score(p)), key=lambda p: (score(p), not p.negative), reverse=True
         )
-        title_asked = frozenset(asked & terms(clause.title) - _GENERIC - _COMMON)
+        # Only the parts that speak to the question: the best, and a second
+        # one only if it matches on two words or more, nearly as well.
+        if matching:
+            top = score(matching[0])
+            matching = [matching[0]] + [
+                p for p in matching[1:2] if score(p) >= 2 and score(p) >= top - 1
+            ]
+        # the customer's own words only: the glossary's additions name no part
+        title_asked = frozenset(said & title_terms - _GENERIC - _COMMON)
         chosen = matching[:2] if matching else _general_parts(parts, asked, wants_time, title_asked)
         if matching and wants_money:
             chosen += [p for p in parts if p.has_amount and p not in chosen][:1]
@@ -369,7 +322,7 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
         if index == 0 and not applies:
             lines.append(schedule_line)
             lines.append(f"For reference, {heading} says:")
-        elif matching and matching[0].negative:
+        elif matching and _excludes_what_was_asked(matching, specific & own):
             lines.append(f"That is not included. {heading} says:")
         elif index == 0:
             lines.append(f"Here is what your wording says in {heading}:")
@@ -386,6 +339,9 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
     return lines, cited
 
 
+_SCHEDULE_ITEM_WORDS = frozenset(T.stem(w) for w in ("specified", "item"))
+
+
 def _schedule_fact_lines(inputs: ComposeInputs) -> list[str]:
     """What the schedule itself says about what was asked: the excess, a sum insured."""
     schedule = inputs.facts.schedule
@@ -397,7 +353,7 @@ def _schedule_fact_lines(inputs: ComposeInputs) -> list[str]:
         lines.append(f"Your schedule shows a basic excess of NZD {schedule.excess:,.0f}.")
     asked = terms(inputs.message)
     for item, amount in (schedule.sums_insured or {}).items():
-        if asked & (terms(item.replace("_", " ")) - _GENERIC - {"specified", "item"}):
+        if asked & (T.terms(item.replace("_", " ")) - _GENERIC - _SCHEDULE_ITEM_WORDS):
             label = item.replace("_", " ")
             lines.append(f"Your schedule shows a sum insured of NZD {amount:,.0f} for {label}.")
     return lines
@@ -468,10 +424,21 @@ def reply_compose(inputs: ComposeInputs) -> Draft:
         limitations.append("The policy wording store is unavailable; no clause could be read.")
     elif status is GuidanceStatus.NO_CLAUSE_SELECTED:
         document = f"{wording.document_id} {wording.label}".strip()
-        lines.append(
-            f"I couldn't find a clause in your policy wording ({document}) that answers this "
-            "question, so I won't guess."
-        )
+        missing = inputs.selection.not_in_directory if inputs.selection is not None else ()
+        if missing:
+            # The ids themselves are in the response's clauses.not_found; the
+            # reply names no clause it did not return (the guard's rule).
+            lines.append(
+                f"Your policy wording ({document}) has no clause with the id you gave, so "
+                "there is nothing I can quote for it. I have not looked up another clause "
+                "in its place."
+            )
+            limitations.append("The clause id named in the question is not in this wording.")
+        else:
+            lines.append(
+                f"I couldn't find a clause in your policy wording ({document}) that answers "
+                "this question, so I won't guess."
+            )
         if inputs.selection is not None and inputs.selection.rejected:
             limitations.append(f"The clause request was rejected: {inputs.selection.rejected}")
         limitations.append("No clause of the wording answers this question.")

@@ -35,6 +35,7 @@ from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 from simple_history.utils import bulk_create_with_history
 
+from knowledge.clause_parts import clause_parts
 from knowledge.models import DOCUMENT_LINES, Channel, Clause, WordingDocument, WordingVersion
 from knowledge.storage import (
     StorageUnavailable,
@@ -705,6 +706,7 @@ def _attempt_run(attempt: _Attempt) -> IngestResult:
                 text=c.text,
                 embedding=embedding,
                 passage_embeddings=passage_rows,
+                parts=clause_parts(c.text),
             )
             for c, embedding, passage_rows in zip(parsed.clauses, embeddings, passages, strict=True)
         ]

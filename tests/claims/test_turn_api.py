@@ -414,3 +414,42 @@ def test_overlapping_approved_windows_are_not_routable_not_a_500(api_client):
     assert body["guidance_status"] == "wording_not_routable"
     assert body["citations"] == []
     assert body["pending_question"]["reason"] == "out_of_scope"
+
+
+# --- issue 10: ids that do not exist, quoting only what speaks to the question
+
+
+@pytest.mark.parametrize(
+    "message", ["What does MTR-BEN-99 say?", "can you read me clause mtr-cov-07", "HOM-COV-01?"]
+)
+def test_a_clause_id_the_wording_lacks_is_named_not_found_never_substituted(api_client, message):
+    conversation = start(api_client, "NW-MTR-204518")
+    body = say(api_client, conversation, message)
+    turn = Turn.objects.get(pk=body["turn_id"])
+    assert body["clauses"]["returned"] == [] and body["citations"] == []
+    assert body["clauses"]["not_found"] == turn.not_found_ids and len(turn.not_found_ids) == 1
+    assert body["guidance_status"] == "no_clause_selected"
+    assert "has no clause with the id you gave" in body["reply"]
+    assert body["pending_question"]["reason"] == "no_clause"
+
+
+def test_a_known_id_beside_an_unknown_one_is_returned_and_the_other_not_found(api_client):
+    conversation = start(api_client, "NW-MTR-204518")
+    body = say(api_client, conversation, "What do MTR-BEN-03 and MTR-BEN-99 say?")
+    assert body["clauses"]["returned"] == ["MTR-BEN-03"]
+    assert body["clauses"]["not_found"] == ["MTR-BEN-99"]
+
+
+def test_an_exclusion_sharing_one_incidental_word_does_not_lead_the_reply(api_client):
+    # "card" meets the gift-cards line of MTR-BEN-06's exclusions, but the
+    # question is about belongings stolen from the car, which it includes.
+    conversation = start(api_client, "NW-MTR-204518")
+    body = say(
+        api_client,
+        conversation,
+        "Someone broke into my locked car and stole my laptop bag and a card reader. "
+        "Are belongings stolen from a locked car included?",
+    )
+    assert "MTR-BEN-06" in body["clauses"]["returned"]
+    assert not body["reply"].startswith("That is not included")
+    assert "gift cards" not in body["reply"]

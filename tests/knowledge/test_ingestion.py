@@ -553,3 +553,21 @@ def test_a_version_requested_for_release_is_never_discarded(users):
         wording_version_discard(version_id=version.pk, acting_user=users["editor"], reason="x")
     version.refresh_from_db()
     assert version.status == "ingested" and version.clauses.exists()
+
+
+def test_ingestion_stores_each_clauses_quotable_parts_once(demo):
+    """The composer reads the parts parsed at ingestion; it never re-parses them."""
+    from knowledge.models import Clause
+
+    clause = Clause.objects.get(clause_id="MTR-BEN-03", version__label="2026.2")
+    parts = clause.parts
+    assert parts[0]["text"].startswith("When it applies:")
+    limit = next(p for p in parts if p["text"].startswith("Limit:"))
+    assert limit["amount"] is True and limit["lead_in"] == ""
+    fuel = next(p for p in parts if p["text"].startswith("Not included: fuel"))
+    assert fuel["negative"] is True
+    covered = Clause.objects.get(clause_id="MTR-BEN-06", version__label="2026.2")
+    cash = next(p for p in covered.parts if p["text"].startswith("cash, gift cards"))
+    assert cash["lead_in"] == "Not covered:" and cash["negative"] is True
+    # every part is verbatim from the stored clause
+    assert all(p["text"] in covered.text for p in covered.parts)

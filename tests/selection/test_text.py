@@ -3,7 +3,7 @@
 import pytest
 
 from claims.agent.selection.baseline import baseline_terms
-from claims.agent.selection.text import clause_body, ids_in_message
+from claims.agent.text import clause_body, ids_in_message
 
 IDS = ("MTR-COV-01", "MTR-COV-02", "MTR-BEN-03", "MTR-XS-01")
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from claims.agent.selection import text as T
+from claims.agent import text as T
 from knowledge.embedding import passage_texts
 
 if TYPE_CHECKING:

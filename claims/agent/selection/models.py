@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from claims.agent.selection import text as T
+from claims.agent import text as T
 from claims.agent.selection.index import (
     INDEXES,
     Embedder,
@@ -30,7 +30,6 @@ from claims.agent.selection.index import (
     default_index_source,
     passage_embeddings,
 )
-from claims.agent.selection.lexicon import expand
 from claims.agent.types import MAX_CLAUSES, PriorTurn, SelectionContext
 
 if TYPE_CHECKING:
@@ -253,9 +252,26 @@ class HybridModel(_IndexedModel):
         p = self.params
         index = self._index(directory)
         named = T.ids_in_message(message, index.ids)
+        known = set(index.ids)
+        # An id the wording does not have is passed on as named, so the turn
+        # reports it not found; it is never replaced by a nearby clause.
+        unknown = [c for c in T.ids_written(message) if c not in known]
+        if unknown:
+            selected = (named + unknown)[:MAX_CLAUSES]
+            return HybridExplanation(
+                query=message,
+                follow_up=False,
+                named=tuple(selected),
+                fits=False,
+                best_cosine=0.0,
+                best_bm25=0.0,
+                out_of_scope=0.0,
+                ranked=(),
+                selected=tuple(selected),
+            )
         prior: PriorTurn | None = context.history[-1] if context.history else None
 
-        query = expand(message)
+        query = T.expand(message)
         n = len(index)
         vector = self._embed(query)
         cosines = self._cosines(index, vector)
@@ -268,7 +284,7 @@ class HybridModel(_IndexedModel):
         previous = ""
         if follow_up:
             # The new message counts twice: it says what is asked now.
-            previous = expand(prior.message)
+            previous = T.expand(prior.message)
             stems = stems * 2 + T.stems(previous)
         bm25 = index.bm25_scores(stems)
         lists = [_ranks(bm25, floor=0.0), _ranks(cosines, floor=-1.0)]

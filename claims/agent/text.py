@@ -1,0 +1,267 @@
+"""The claim agent's one text toolkit: words, stop words, stems, synonyms, ids.
+
+Selection (BM25, the glossary), composition (which parts of a clause speak to
+the question) and the guard read words through here, so a word means the same
+thing at every step. Pure functions with no Django or database access.
+
+* ``words`` / ``STOP_WORDS`` / ``stem`` / ``stems``: lower-cased tokens and
+  Snowball English stems (PyStemmer) of the content words;
+* ``GLOSSARY`` / ``glossary_terms`` / ``expand``: how customers say it (US and
+  New Zealand everyday terms) and the wording's words for the same thing;
+* ``terms``: the set of content stems of a customer's message, with the
+  wording's words for what it says (composition matches these to parts);
+* ``clause_body`` and the clause ids written in a message.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from knowledge.models import LINE_PREFIXES
+from knowledge.wording_format import SEGMENTS
+
+WORD_RE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+
+# Clause ids as the wording writes them (MTR-BEN-03) and as customers type
+# them ("mtr ben 3", "MTR_BEN_03", "clause BEN-03"). Segment names are the
+# wording format's (knowledge.wording_format.SEGMENTS).
+_SEGMENTS = "|".join(s.lower() for s in SEGMENTS)
+_PREFIXES = "|".join(p.lower() for p in LINE_PREFIXES.values())
+FULL_ID_RE = re.compile(
+    rf"\b(?P<prefix>{_PREFIXES})[\s_\-]*(?P<seg>{_SEGMENTS})[\s_\-]*(?P<nn>\d{{1,3}})\b",
+    re.IGNORECASE,
+)
+SEGMENT_ID_RE = re.compile(
+    rf"(?P<clause>\b(?:clause|section|part)\s+)?\b(?P<seg>{_SEGMENTS})(?P<sep>[\s_\-]*)(?P<nn>\d{{1,2}})\b",
+    re.IGNORECASE,
+)
+# "clause 3 of the motor policy": the third clause of the wording.
+NUMBERED_CLAUSE_RE = re.compile(r"\b(?:clause|section)\s+(?:no\.?\s*|number\s+)?(\d{1,2})\b", re.I)
+
+_METADATA_LINE_RE = re.compile(r"^(kind|schedule section|visibility)\s*:", re.IGNORECASE)
+
+# English function words for the BM25 and embedding paths (the baseline has
+# its own list, below, taken from the seed). Kept small and explicit: words
+# such as "not", "no" and "without" carry meaning in a wording.
+STOP_WORDS = frozenset(
+    """
+    a about above after again am an and any are as at be because been before being
+    between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i i'm
+    if in into is it it's its itself just me more most my myself now of off on once
+    only or other our ours ourselves out over own same she should so some such than
+    that that's the their theirs them themselves then there these they this those
+    through to too under until up very was we were what when where which while who
+    whom why will with would you your yours yourself yourselves u ur pls please
+    hi hello thanks thank guys ok okay tho though
+    """.split()
+)
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens ("it's" stays one token)."""
+    return WORD_RE.findall(text.lower().replace("\u2019", "'"))
+
+
+@functools.cache
+def _stemmer():
+    import Stemmer  # PyStemmer: Snowball stemmers in C
+
+    return Stemmer.Stemmer("english")
+
+
+@functools.lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """The Snowball English stem of one lower-case word."""
+    return _stemmer().stemWord(word)
+
+
+def stems(text: str) -> list[str]:
+    """Content-word stems: stop words dropped, Snowball English stemming."""
+    tokens = [w for w in words(text) if w not in STOP_WORDS and not w.isdigit()]
+    return _stemmer().stemWords(tokens)
+
+
+# --- how customers say it, and how the wording says it -----------------------
+#
+# Customer phrase (regex, word-bounded, lower case) -> the wording's words.
+# Domain knowledge, not a list of test questions: each entry is a general
+# term an insurer's contact centre hears (New Zealand slang, US terms), kept
+# line-neutral. Selection appends the wording's words to the message before
+# ranking; composition matches a clause's parts on them too.
+GLOSSARY: dict[str, str] = {
+    # money and settlement
+    r"deductibles?|deductable": "excess",
+    r"total(?:l)?ed|totals|write[- ]?off|written off": "total loss write-off",
+    r"payout|pay out": "settle pay",
+    r"refund(?:ed)?": "refund cancel",
+    # theft and damage
+    r"stolen|steal(?:s|ing)?|stole|robbed|robbery": "theft",
+    r"nicked|pinched|swiped|knicked|ripped off": "stolen theft",
+    r"burgl(?:ed|ary|ar|ars|arized)|broken into|break[- ]?in|broke into": "burglary theft break-in",
+    r"keyed|tagged|graffiti": "vandalism malicious damage",
+    r"fender[- ]bender|prang(?:ed)?|rear[- ]ended|smash(?:ed)? into|crash(?:ed)?|wreck": (
+        "accident collision"
+    ),
+    r"wrecked|trashed": "damaged",
+    r"stopped working|broke down|broken down|packed up|conked out|died|not working": (
+        "breakdown mechanical breakdown"
+    ),
+    r"spilt|spilled|dropped": "accidental damage",
+    r"seiz(?:e|ed|ure)|confiscat(?:e|ed)": "police illegal activity",
+    r"cops?": "police",
+    r"mou?ld|mildew|rot|termites?|rodents?|mice|rats": "gradual damage vermin wear and tear",
+    r"acts? of god|hurricane|tornado|hail ?storm|windstorm": "storm natural hazard",
+    r"sinkhole|foundation|erosion|settling|shifting": "earth movement subsidence landslip",
+    # vehicles and driving
+    r"windshield": "windscreen",
+    r"rental|loan car|loaner|courtesy car|rent a car": "hire car alternative transport",
+    r"tow truck|towed": "towing",
+    r"panel ?beaters?|mechanics?|body shop|auto shop": "repairer repairs",
+    r"wof|warrant of fitness|rego|registration": "roadworthy registered warrant of fitness",
+    r"beers?|drunk|drink(?:ing)?|booze|over the limit|dui|dwi": "alcohol drugs impaired",
+    r"learners?|restricted licen[cs]e": "learner licence drivers",
+    r"mags|lowered|modded|modifications?|aftermarket": "modifications tell us",
+    r"uber|ola|doordash|uber eats|lyft": "uber delivery business use",
+    r"interislander|bluebridge|ferry": "ferry new zealand travel",
+    r"motel|hotel|airbnb stay|loss of use": "temporary accommodation",
+    r"full coverage|comprehensive|collision coverage": "accidental damage cover",
+    r"liability|sued|sue|lawsuit": "legal liability third party",
+    r"petrol|gas|gasoline|diesel": "fuel",
+    r"cab": "taxi",
+    r"bus|train": "public transport",
+    r"tickets?|fines?": "fines",
+    r"tolls?": "tolls",
+    # home and contents
+    r"renters?|renting|tenants?": "contents",
+    r"homeowners?|dwelling": "home house",
+    r"bach|crib|holiday home": "holiday home",
+    r"reno(?:vation)?s?|extension|renovating": "building work alterations",
+    r"builder|tradie|contractor": "building work",
+    r"rubble|debris|mess": "debris removal",
+    r"unliveable|unlivable|can'?t live in": "uninhabitable temporary accommodation",
+    r"sunnies|sunglasses|handbag|backpack|gym bag|wallet|purse|luggage|suitcase": (
+        "personal belongings"
+    ),
+    r"ring|necklace|bracelet|earrings|jewelry": "jewellery",
+    r"telly|television": "tv",
+    r"ps5|xbox|playstation|console": "electronics",
+    r"e-?bikes?|scooters?|bicycles?": "bike",
+    r"uni hall|hall of residence|dorm|boarding school|storage unit": "away from home",
+    r"work laptop|employer'?s?|company laptop": "business equipment",
+    r"fitted carpets?|built[- ]in|fixtures": "fixtures what we mean by your home contents",
+    r"roommates?|flatmates?|boarders?|guests?": "flatmate guest",
+    r"landlord": "landlord",
+}
+_COMPILED = [(re.compile(rf"\b(?:{k})\b", re.IGNORECASE), v) for k, v in GLOSSARY.items()]
+
+
+def glossary_terms(message: str) -> list[str]:
+    """The wording's words for the customer words found in ``message``."""
+    return [words for pattern, words in _COMPILED if pattern.search(message)]
+
+
+def expand(message: str) -> str:
+    """``message`` followed by the wording's words for what it says, if any."""
+    found = glossary_terms(message)
+    return f"{message} ({'; '.join(found)})" if found else message
+
+
+# Filler a customer writes that never says what the question is about; also
+# dropped from matching (beyond STOP_WORDS, which keeps negations for BM25).
+_FILLER = frozenset(
+    """no nor not dont don't doesn't isn't can't cant get got gonna wanna hey im
+    policy insurance northwind still also much many""".split()
+)
+
+
+@functools.lru_cache(maxsize=8192)
+def _text_terms(text: str) -> frozenset[str]:
+    return frozenset(
+        stem(w) for w in words(text) if len(w) >= 3 and w not in STOP_WORDS and w not in _FILLER
+    )
+
+
+def terms(text: str, *, customer: bool = False) -> frozenset[str]:
+    """Content stems of ``text``; a customer's text also gets the wording's words.
+
+    The glossary is one-directional: a clause is read in its own words, a
+    customer's message in theirs plus the wording's words for them.
+    """
+    found = _text_terms(text)
+    if customer:
+        extra = glossary_terms(text)
+        if extra:
+            found = found | _text_terms(" ".join(extra))
+    return found
+
+
+def clause_body(text: str) -> str:
+    """The body of a stored clause: its ``##`` heading and metadata lines removed."""
+    lines = text.splitlines()
+    out: list[str] = []
+    in_header = True
+    for line in lines:
+        stripped = line.strip()
+        if in_header and (stripped.startswith("## ") or _METADATA_LINE_RE.match(stripped)):
+            continue
+        if in_header and not stripped:
+            continue
+        in_header = False
+        out.append(line)
+    return "\n".join(out).strip()
+
+
+def ids_written(message: str) -> list[str]:
+    """Every full clause id the message writes (any line's), normalised, in order.
+
+    "What does MTR-BEN-99 say?" gives ``["MTR-BEN-99"]`` whether or not the
+    wording has it: an id the directory lacks is reported as not found, never
+    replaced by a clause that happens to be near.
+    """
+    found = (
+        f"{m['prefix'].upper()}-{m['seg'].upper()}-{int(m['nn']):02d}"
+        for m in FULL_ID_RE.finditer(message)
+    )
+    return list(dict.fromkeys(found))
+
+
+def ids_in_message(message: str, directory_ids: tuple[str, ...]) -> list[str]:
+    """Clause ids of this directory that the message names, in order of mention.
+
+    Understands "MTR-BEN-03", "mtr ben 3", "MTR_BEN_3", "clause BEN-03" (the
+    line's prefix is taken from the directory) and "clause 3" (the third
+    clause of the wording, in directory order). Ids outside the directory are
+    ignored: the selector only names what it may fetch.
+    """
+    known = set(directory_ids)
+    prefixes = sorted({cid.split("-", 1)[0] for cid in directory_ids})
+    found: list[tuple[int, str]] = []
+    full_spans: list[tuple[int, int]] = []
+    for m in FULL_ID_RE.finditer(message):
+        full_spans.append(m.span())
+        cid = f"{m['prefix'].upper()}-{m['seg'].upper()}-{int(m['nn']):02d}"
+        if cid in known:
+            found.append((m.start(), cid))
+    if len(prefixes) == 1:
+        for m in SEGMENT_ID_RE.finditer(message):
+            if any(a <= m.start("seg") < b for a, b in full_spans):
+                continue  # part of a full id, e.g. another line's HOM-COV-01
+            # "ben 3" alone could be a name; ask for a clause word, a hyphen
+            # or underscore, or a two-digit number before reading it as an id.
+            if not (m["clause"] or m["sep"].strip(" ") or len(m["nn"]) == 2):
+                continue
+            cid = f"{prefixes[0]}-{m['seg'].upper()}-{int(m['nn']):02d}"
+            if cid in known:
+                found.append((m.start("seg"), cid))
+    if not found:
+        for m in NUMBERED_CLAUSE_RE.finditer(message):
+            n = int(m[1])
+            if 1 <= n <= len(directory_ids):
+                found.append((m.start(), directory_ids[n - 1]))
+    ordered: list[str] = []
+    for _, cid in sorted(found):
+        if cid not in ordered:
+            ordered.append(cid)
+    return ordered
