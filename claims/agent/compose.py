@@ -103,6 +103,30 @@ _DECISION_ASK = re.compile(
     r"|\bguarantee\b|\bpromise\b",
     re.IGNORECASE,
 )
+# A judgement on the customer's own event or claim: who is at fault or liable,
+# whether a decision about it was right, whether the insurer should or will act
+# on it. A general question ("can an insurer decline a claim?", "is my car
+# covered if it is stolen?") is answered from the wording instead.
+_JUDGEMENT_ASK = re.compile(
+    r"\bwho(?:'s| is| was| will be| would be)? (?:at |to )?(?:fault|blame|liable|responsible)\b"
+    r"|\b(?:am i|was i|is it|was it|it was|be|considered|deemed|found|held) "
+    r"(?:at |my |our |partly |partially |fully |100% )?(?:fault|to blame|liable)\b"
+    r"|\b(?:my|our) fault\b"
+    r"|\b(?:was|is|were|are) (?:the|this|that|my|their|your|its) "
+    r"(?:decline|denial|decision|settlement|offer|payout|assessment|valuation|estimate|"
+    r"refusal|rejection)s?\b[^.?!]{0,40}\b(?:fair|justified|right|correct|reasonable|legal|"
+    r"allowed|enough|wrong)\b"
+    r"|\bshould (?:they|you|northwind|the insurer|my insurer|the insurance company|"
+    r"my insurance company|the adjuster|the assessor)\b[^.?!]{0,40}\b(?:waive|pay|cover|accept|"
+    r"approve|refund|total|decline|deny|reduce|reimburse|settle)\b"
+    r"|\b(?:can|could|will|would) (?:they|you|northwind|my insurer|the insurer|my insurance|"
+    r"my insurance company|the insurance company|the adjuster)\b[^.?!]{0,30}\b(?:deny|decline|"
+    r"refuse|reject|drop)\b[^.?!]{0,20}\b(?:my|our) claim\b"
+    r"|\b(?:do|would|will) i (?:have|get) (?:a|any) (?:claim|case)\b"
+    r"|\bwas (?:my|the|this) claim (?:declined|denied|refused|rejected) (?:fairly|correctly|"
+    r"rightly|lawfully)\b",
+    re.IGNORECASE,
+)
 
 
 def has_content(message: str) -> bool:
@@ -112,7 +136,7 @@ def has_content(message: str) -> bool:
 
 def asks_for_decision(message: str) -> bool:
     """Does the customer ask Northwind to decide or commit to a claim?"""
-    return bool(_DECISION_ASK.search(message))
+    return bool(_DECISION_ASK.search(message) or _JUDGEMENT_ASK.search(message))
 
 
 # --- the reply -----------------------------------------------------------------

@@ -48,6 +48,14 @@ def _hybrid() -> ClauseChooser:
     return HybridModel()
 
 
+def _rrf() -> ClauseChooser:
+    from claims.agent.selection.models import HybridModel, HybridParams
+
+    model = HybridModel(params=HybridParams(learned=False))
+    model.name = "rrf"
+    return model
+
+
 def _grounded() -> DraftWriter:
     from claims.agent.compose import GroundedComposer
 
@@ -59,6 +67,7 @@ CHOOSERS: dict[str, Callable[[], ClauseChooser]] = {
     "baseline": _baseline,
     "bm25": _bm25,
     "embedding": _embedding,
+    "rrf": _rrf,  # the hybrid without its learned stages (RRF and hand-set thresholds)
     "hybrid": _hybrid,
 }
 WRITERS: dict[str, Callable[[], DraftWriter]] = {"grounded": _grounded}

@@ -172,3 +172,161 @@ def synthetic_clauses_add(total: int, *, per_version: int = 30) -> int:
         Clause.objects.bulk_create(rows, ignore_conflicts=True)
         added += len(rows)
     return added
+
+
+# --- throughput under gunicorn (bench_turns --concurrent) ---------------------
+
+
+@dataclass
+class ThroughputResult:
+    selector: str
+    turns: int
+    seconds: float
+    errors: int
+    latency_ms: list[float] = field(default_factory=list)
+    worker_peak_rss_mb: list[float] = field(default_factory=list)
+
+    @property
+    def turns_per_second(self) -> float:
+        return self.turns / self.seconds if self.seconds else 0.0
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _peak_rss_mb(pid: int) -> float:
+    """VmHWM (the peak resident set) of a process, from /proc; 0 where unavailable."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as f:
+            return [int(p) for p in f.read().split()]
+    except OSError:
+        return []
+
+
+def throughput_bench(
+    *,
+    selector: str,
+    token: str,
+    turns: int,
+    clients: int = 4,
+    workers: int = 2,
+    warmup: int = 12,
+    log_path: str | None = None,
+) -> ThroughputResult:
+    """Serve the app with gunicorn (``workers`` processes, loopback) and measure turns/s.
+
+    The server runs with ``CLAIM_AGENT_MODEL=selector`` and one ONNX thread per
+    worker (two workers share the machine's cores, as docker-compose.yml
+    sets it); ``clients`` threads send ``turns`` messages, each in its own
+    conversation, after a warm-up that loads every worker's model and indexes.
+    Measured from the client: wall time of the measured messages, and each
+    worker's peak RSS read from /proc at the end.
+    """
+    import json
+    import os
+    import subprocess
+    import sys
+    import urllib.request
+    from concurrent.futures import ThreadPoolExecutor
+    from pathlib import Path
+
+    port = _free_port()
+    env = {
+        **os.environ,
+        "CLAIM_AGENT_MODEL": selector,
+        "NORTHWIND_EMBED_THREADS": "1",
+        "API_THROTTLE_RATE": "1000000/minute",
+        "DEBUG": "false",
+    }
+    gunicorn = Path(sys.executable).with_name("gunicorn")
+    log = open(log_path or os.devnull, "ab")  # noqa: SIM115 - closed below
+    server = subprocess.Popen(
+        [
+            str(gunicorn),
+            "northwind.wsgi",
+            "--workers",
+            str(workers),
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--timeout",
+            "120",
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+        stdout=log,
+        stderr=log,
+    )
+    base = f"http://127.0.0.1:{port}"
+
+    def post(path: str, body: dict) -> dict:
+        request = urllib.request.Request(
+            base + path,
+            data=json.dumps(body).encode(),
+            headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return json.loads(response.read())
+
+    def one(pair: tuple[str, str]) -> float | None:
+        policy, message = pair
+        try:
+            conversation = post("/api/v1/conversations/", {"policy_number": policy})["id"]
+            started = time.perf_counter()
+            post(f"/api/v1/conversations/{conversation}/messages/", {"message": message})
+            return (time.perf_counter() - started) * 1000
+        except Exception:
+            return None
+
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(base + "/healthz", timeout=5).read()
+                break
+            except Exception:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError(f"gunicorn did not start for {selector}") from None
+                time.sleep(0.3)
+        questions = _questions()
+        with ThreadPoolExecutor(max_workers=clients) as pool:
+            list(pool.map(one, [next(questions) for _ in range(warmup)]))
+            batch = [next(questions) for _ in range(turns)]
+            started = time.perf_counter()
+            results = list(pool.map(one, batch))
+            seconds = time.perf_counter() - started
+        ok = [r for r in results if r is not None]
+        rss = [_peak_rss_mb(pid) for pid in _children(server.pid)]
+        return ThroughputResult(
+            selector=selector,
+            turns=len(ok),
+            seconds=seconds,
+            errors=len(results) - len(ok),
+            latency_ms=ok,
+            worker_peak_rss_mb=rss,
+        )
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()

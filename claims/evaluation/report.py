@@ -14,6 +14,7 @@ BAR_COLOURS = {
     "baseline": "#b0b0b0",
     "bm25": "#7aa6c2",
     "embedding": "#9c8ade",
+    "rrf": "#c9a227",
     "hybrid": "#2e7d32",
 }
 

@@ -453,3 +453,74 @@ def test_an_exclusion_sharing_one_incidental_word_does_not_lead_the_reply(api_cl
     assert "MTR-BEN-06" in body["clauses"]["returned"]
     assert not body["reply"].startswith("That is not included")
     assert "gift cards" not in body["reply"]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Was this decline justified?",
+        "Should they waive my excess? The other driver ran a red light.",
+        "Who is at fault? A van reversed into me in a car park.",
+        "Can it be considered my fault if I was parked legally?",
+        "I hit a fence while reversing. Am I liable for the whole fence?",
+        "Was the settlement offer for my written-off car fair?",
+    ],
+)
+def test_a_request_for_a_judgement_on_ones_own_claim_is_queued_needs_decision(api_client, message):
+    conversation = start(api_client, "NW-MTR-204518")
+    body = say(api_client, conversation, message)
+    assert body["pending_question"]["reason"] == "needs_decision"
+    from claims.agent.guard import text_violations
+
+    assert text_violations(body["reply"])["decision"] == 0
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Is my car covered if it is stolen?",
+        "Can an insurer decline a claim for a car driven by an unlisted driver?",
+        "What happens if someone I lend my car to crashes it?",
+    ],
+)
+def test_a_general_question_about_cover_is_not_queued_as_a_decision(api_client, message):
+    conversation = start(api_client, "NW-MTR-204518")
+    body = say(api_client, conversation, message)
+    reason = (body["pending_question"] or {}).get("reason")
+    assert reason != "needs_decision"
+
+
+@pytest.mark.parametrize(
+    ("policy", "message", "expected"),
+    [
+        ("NW-MTR-204518", "Is my car covered if it is stolen?", "MTR-COV-01"),
+        ("NW-MTR-204518", "What will insurance pay if my car is totaled?", "MTR-COV-02"),
+        (
+            "NW-HOM-310042",
+            "Does homeowners insurance cover a storm damaging my roof?",
+            "HOM-COV-02",
+        ),
+    ],
+)
+def test_a_generic_cover_question_reaches_the_main_cover_clause(
+    api_client, policy, message, expected
+):
+    conversation = start(api_client, policy)
+    body = say(api_client, conversation, message)
+    assert expected in body["clauses"]["returned"], body["clauses"]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Why get critical illness insurance?",
+        "What does a retirement plan record keeper do?",
+        "Is a fixed annuity a good idea at 60?",
+    ],
+)
+def test_another_kind_of_insurance_selects_nothing_and_is_queued(api_client, message):
+    conversation = start(api_client, "NW-MTR-204518")
+    body = say(api_client, conversation, message)
+    assert body["clauses"]["requested"] == [] and body["citations"] == []
+    assert body["guidance_status"] == "no_clause_selected"
+    assert body["pending_question"] is not None

@@ -82,6 +82,9 @@ class VersionIndex:
     passage_owner: np.ndarray | None = None
     # The passage rows stored at ingestion, per clause (None where missing).
     stored_passages: tuple[bytes | None, ...] = ()
+    # For the learned reranker: each clause's kind and its title's stems.
+    kinds: tuple[str, ...] = ()
+    title_stems: tuple[frozenset[str], ...] = ()
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __len__(self) -> int:
@@ -109,6 +112,7 @@ def _build(directory: ClauseDirectory, clauses: Sequence[IndexedClause]) -> Vers
     by_id = {c.clause_id: c for c in clauses}
     ids: list[str] = []
     titles: list[str] = []
+    kinds: list[str] = []
     bodies: list[str] = []
     vectors: list[np.ndarray | None] = []
     stored: list[bytes | None] = []
@@ -117,6 +121,7 @@ def _build(directory: ClauseDirectory, clauses: Sequence[IndexedClause]) -> Vers
         clause = by_id.get(entry.clause_id)
         ids.append(entry.clause_id)
         titles.append(entry.title)
+        kinds.append(getattr(clause, "kind", "") if clause is not None else "")
         body = T.clause_body(clause.text) if clause is not None else ""
         bodies.append(body)
         refers[entry.clause_id] = tuple(clause.refers_to) if clause is not None else ()
@@ -148,6 +153,8 @@ def _build(directory: ClauseDirectory, clauses: Sequence[IndexedClause]) -> Vers
         baseline_bodies=tuple(Counter(baseline_terms(b, for_query=False)) for b in bodies),
         embeddings=embeddings,
         stored_passages=tuple(stored),
+        kinds=tuple(kinds),
+        title_stems=tuple(frozenset(T.stems(t)) for t in titles),
     )
 
 

@@ -30,6 +30,13 @@ from claims.agent.selection.index import (
     default_index_source,
     passage_embeddings,
 )
+from claims.agent.selection.learned import (
+    Logistic,
+    TrainedSelector,
+    fit_features,
+    pair_features,
+    trained_selector,
+)
 from claims.agent.types import MAX_CLAUSES, PriorTurn, SelectionContext
 
 if TYPE_CHECKING:
@@ -196,6 +203,18 @@ class HybridParams:
     # A clause the best one refers to is added with this much evidence.
     reference_cosine: float = 0.25
     follow_references: bool = True
+    # Use the learned reranker and "fits" classifier (trained.json) when
+    # trained for this embedder; the RRF rules above otherwise, and always
+    # for follow-ups.
+    learned: bool = True
+    # With the learned stages: this close to a clause always fits.
+    sure_cosine: float = 0.70
+
+
+@dataclass(frozen=True)
+class LearnedSignals:
+    pairs: np.ndarray  # (clauses, PAIR_FEATURES)
+    fit: np.ndarray  # (dimension + FIT_SCALARS,)
 
 
 @dataclass(frozen=True)
@@ -209,8 +228,9 @@ class HybridExplanation:
     best_cosine: float
     best_bm25: float
     out_of_scope: float
-    ranked: tuple[tuple[str, float, float, float], ...]  # id, rrf, cosine, bm25
+    ranked: tuple[tuple[str, float, float, float], ...]  # id, rrf or P(fits), cosine, bm25
     selected: tuple[str, ...]
+    fit_probability: float | None = None  # the learned classifier's, when it ran
 
 
 class HybridModel(_IndexedModel):
@@ -318,6 +338,56 @@ class HybridModel(_IndexedModel):
         off_topic = out_of_scope - best_cos >= p.out_of_scope_margin
         fits = (best_cos >= p.fit_cosine or best_bm >= p.fit_bm25) and not off_topic
 
+        learned = self._learned() if not follow_up else None
+        if learned is not None and n:
+            signals = self.learned_signals(
+                index=index,
+                query=query,
+                vector=vector,
+                cosines=cosines,
+                bm25=bm25,
+                out_of_scope=out_of_scope,
+                reranker=learned.reranker,
+            )
+            probability = learned.reranker.probability(signals.pairs)
+            fit = float(learned.fits.probability(signals.fit[None, :])[0])
+            # A message this close to a clause is a paraphrase of it, whatever
+            # the classifier says ("how do I cancel my home insurance").
+            fits = (fit >= learned.fits_threshold or best_cos >= p.sure_cosine) and not off_topic
+            order = np.argsort(-probability, kind="stable")
+            ranked = [
+                (index.ids[i], float(probability[i]), float(cosines[i]), float(bm25[i]))
+                for i in order
+            ]
+            selected = list(named)
+            if fits:
+                # The reranker's best, then the plain RRF fusion's best (a
+                # second opinion that needs no training), then further
+                # clauses the reranker still finds likely.
+                fused = np.zeros(n, dtype=np.float64)
+                for ranks in lists:
+                    for i, r in ranks.items():
+                        fused[i] += 1.0 / (RRF_K + r)
+                rrf_best = index.ids[int(np.argmax(fused))]
+                candidates = [ranked[0][0], rrf_best] + [
+                    cid for cid, prob, _, _ in ranked[1:] if prob >= learned.keep_probability
+                ]
+                for cid in candidates:
+                    if len(selected) < MAX_CLAUSES and cid not in selected:
+                        selected.append(cid)
+            return HybridExplanation(
+                query=query,
+                follow_up=False,
+                named=tuple(named),
+                fits=fits,
+                best_cosine=best_cos,
+                best_bm25=best_bm,
+                out_of_scope=out_of_scope,
+                ranked=tuple(ranked[:8]),
+                selected=tuple(selected[:MAX_CLAUSES]),
+                fit_probability=fit,
+            )
+
         ranked: list[tuple[str, float, float, float]] = []
         if n:
             fused = np.zeros(n, dtype=np.float64)
@@ -359,6 +429,80 @@ class HybridModel(_IndexedModel):
             ranked=tuple(ranked[:8]),
             selected=tuple(selected[:MAX_CLAUSES]),
         )
+
+    def training_signals(
+        self, *, message: str, directory: ClauseDirectory, reranker: Logistic | None
+    ) -> tuple[VersionIndex, LearnedSignals]:
+        """The learned stages' features for one standalone message (train_selector)."""
+        index = self._index(directory)
+        query = T.expand(message)
+        vector = self._embed(query)
+        cosines = self._cosines(index, vector)
+        if cosines is None:
+            cosines = np.zeros(len(index), dtype=np.float32)
+        bm25 = index.bm25_scores(T.stems(query))
+        out_of_scope = self._out_of_scope(
+            vector if query == message else self._embed(message),
+            SelectionContext(line="", version_id=directory.version_id),
+        )
+        signals = self.learned_signals(
+            index=index,
+            query=query,
+            vector=vector,
+            cosines=cosines,
+            bm25=bm25,
+            out_of_scope=out_of_scope,
+            reranker=reranker,
+        )
+        return index, signals
+
+    def _learned(self) -> TrainedSelector | None:
+        if not self.params.learned:
+            return None
+        trained = trained_selector()
+        embedder = self._get_embedder()
+        if trained is None or embedder is None or trained.embedder != embedder.name:
+            return None
+        return trained
+
+    def learned_signals(
+        self,
+        *,
+        index: VersionIndex,
+        query: str,
+        vector: np.ndarray | None,
+        cosines: np.ndarray,
+        bm25: np.ndarray,
+        out_of_scope: float,
+        reranker: Logistic | None,
+    ) -> LearnedSignals:
+        """The features of both learned stages (the same at training and at run time)."""
+        query_stems = frozenset(T.stems(query))
+        pairs = pair_features(
+            ids=index.ids,
+            kinds=index.kinds or ("",) * len(index),
+            title_stems=index.title_stems or (frozenset(),) * len(index),
+            query_stems=query_stems,
+            cosines=cosines,
+            bm25=bm25,
+        )
+        best_pair = float(reranker.score(pairs).max()) if reranker is not None else 0.0
+        known = sum(s in index.vocabulary for s in query_stems)
+        best_cos = float(cosines.max()) if len(cosines) else 0.0
+        fit = fit_features(
+            vector=vector,
+            dimension=self._dimension(),
+            best_pair=best_pair,
+            best_cosine=best_cos,
+            best_bm25=float(bm25.max()) if len(bm25) else 0.0,
+            out_of_scope_gap=out_of_scope - best_cos,
+            wording_words=known / max(len(query_stems), 1),
+        )
+        return LearnedSignals(pairs=pairs, fit=fit)
+
+    def _dimension(self) -> int:
+        embedder = self._get_embedder()
+        return int(getattr(embedder, "dimension", 384) or 384)
 
     def _out_of_scope(self, vector: np.ndarray | None, context: SelectionContext) -> float:
         """The query's best cosine with a question cards answer outside the wording."""

@@ -13,8 +13,9 @@ rolled back at the end.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from claims.evaluation.bench import synthetic_clauses_add, turns_bench
@@ -34,6 +35,21 @@ class Command(BaseCommand):
             "--scale", action="store_true", help="Also measure with 1,000 and 10,000 more clauses."
         )
         parser.add_argument("--json", action="store_true", help="Print the figures as JSON.")
+        parser.add_argument(
+            "--concurrent",
+            action="store_true",
+            help="Serve with gunicorn (2 workers, loopback) and print turns/s per selector, "
+            "side by side, with each worker's peak RSS.",
+        )
+        parser.add_argument(
+            "--selector",
+            default="baseline,hybrid",
+            help="With --concurrent: the selectors to compare, comma-separated "
+            "(default baseline,hybrid).",
+        )
+        parser.add_argument(
+            "--clients", type=int, default=4, help="With --concurrent: client threads."
+        )
 
     def handle(self, *args, **options):
         from django.conf import settings
@@ -41,6 +57,8 @@ class Command(BaseCommand):
         if demo_ensure(self.stdout):
             self.stdout.write("Loaded the demo data (it was missing).")
         client = EndpointClient(username=measurement_client_ensure())
+        if options["concurrent"]:
+            return self._concurrent(client, options)
         env = (
             f"database {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}, "
             f"storage {getattr(settings, 'STORAGE_BACKEND', 'local')}, "
@@ -64,6 +82,54 @@ class Command(BaseCommand):
             transaction.set_rollback(True)
         if options["json"]:
             self.stdout.write(json.dumps(figures, indent=2))
+
+    def _concurrent(self, client: EndpointClient, options) -> None:
+        from django.conf import settings
+
+        from claims.agent.registry import CHOOSERS
+        from claims.evaluation.bench import percentile, throughput_bench
+        from claims.evaluation.client import measurement_records_delete
+
+        names = [n.strip() for n in options["selector"].split(",") if n.strip()]
+        unknown = [n for n in names if n not in CHOOSERS]
+        if unknown or not names:
+            raise CommandError(
+                f"Unknown selector(s) {', '.join(unknown)}; choose from {', '.join(CHOOSERS)}."
+            )
+        if options["turns"] < 1 or options["clients"] < 1:
+            raise CommandError("--turns and --clients must be at least 1.")
+        self.stdout.write(
+            f"bench_turns --concurrent: gunicorn, 2 workers on 127.0.0.1, {options['clients']} "
+            f"client threads, {options['turns']} turns per selector; database "
+            f"{settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}"
+        )
+        log = str(Path(settings.VAR_DIR) / "bench-gunicorn.log")
+        results = []
+        try:
+            for name in names:
+                results.append(
+                    throughput_bench(
+                        selector=name,
+                        token=client.token,
+                        turns=options["turns"],
+                        clients=options["clients"],
+                        log_path=log,
+                    )
+                )
+        finally:
+            measurement_records_delete()
+        reference = results[0].turns_per_second or 1.0
+        self.stdout.write(
+            f"{'selector':<10} {'turns/s':>8} {'vs ' + names[0]:>12} {'p50 ms':>8} {'p95 ms':>8}"
+            f" {'errors':>7}  peak RSS per worker (MB)"
+        )
+        for r in results:
+            self.stdout.write(
+                f"{r.selector:<10} {r.turns_per_second:>8.1f} "
+                f"{r.turns_per_second / reference:>11.0%} "
+                f"{percentile(r.latency_ms, 50):>8.1f} {percentile(r.latency_ms, 95):>8.1f} "
+                f"{r.errors:>7}  {', '.join(f'{m:.0f}' for m in r.worker_peak_rss_mb)}"
+            )
 
     def _print(self, s: dict) -> None:
         ms, q = s["server_ms"], s["queries_per_turn"]
