@@ -162,7 +162,12 @@ def inventory_run(
 
 
 def _pending_reason(turn: Turn) -> str:
-    return turn.pending_question.reason if turn.pending_question_id else ""
+    from claims.models import PendingQuestion
+
+    try:
+        return turn.pending_question.reason if turn.pending_question_id else ""
+    except PendingQuestion.DoesNotExist:  # removed meanwhile (another run's clean-up)
+        return ""
 
 
 def _line_figures(results: list[TurnResult]) -> dict:

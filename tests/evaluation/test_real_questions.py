@@ -140,3 +140,8 @@ def test_split_needs_labels(demo, files):
             "--no-scenarios",
             stdout=StringIO(),
         )
+
+
+def test_bench_concurrent_refuses_an_unknown_selector(demo):
+    with pytest.raises(CommandError, match="Unknown selector"):
+        call_command("bench_turns", "--concurrent", "--selector", "hybrid,nope", stdout=StringIO())

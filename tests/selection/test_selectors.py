@@ -7,6 +7,7 @@ from claims.agent.selection import (
     Bm25Model,
     EmbeddingModel,
     HybridModel,
+    HybridParams,
     KeywordBaselineModel,
     selection_model,
 )
@@ -38,7 +39,16 @@ def outside_rows():
 
 @pytest.fixture
 def hybrid(source, outside_rows):
-    return HybridModel(index_source=source, outside_wording=outside_rows)
+    """The hybrid's rules on the synthetic wording.
+
+    Its learned stages are trained on the real wording's features; they are
+    tested through the claim endpoint (tests/claims/test_turn_api.py).
+    """
+    from claims.agent.selection import HybridParams
+
+    return HybridModel(
+        index_source=source, outside_wording=outside_rows, params=HybridParams(learned=False)
+    )
 
 
 @pytest.mark.parametrize(
@@ -103,7 +113,7 @@ def test_a_referenced_clause_can_fill_a_free_slot(source, directory):
     model = HybridModel(
         index_source=source,
         outside_wording=no_cards,
-        params=HybridParams(keep_cosine=2.0, keep_bm25=1e9, reference_cosine=-1.0),
+        params=HybridParams(keep_cosine=2.0, keep_bm25=1e9, reference_cosine=-1.0, learned=False),
     )
     selected = model.choose(
         message="MTR hire car while my car is repaired", directory=directory, context=context()
@@ -117,6 +127,9 @@ def test_every_selector_names_at_most_three_directory_ids(name, source, director
         "baseline": KeywordBaselineModel(index_source=source),
         "bm25": Bm25Model(index_source=source),
         "embedding": EmbeddingModel(index_source=source),
+        "rrf": HybridModel(
+            index_source=source, outside_wording=no_cards, params=HybridParams(learned=False)
+        ),
         "hybrid": HybridModel(index_source=source, outside_wording=no_cards),
     }[name]
     message = (

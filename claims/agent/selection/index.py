@@ -69,10 +69,6 @@ class VersionIndex:
     titles: tuple[str, ...]
     bodies: tuple[str, ...]
     refers_to: dict[str, tuple[str, ...]]
-    bm25: Any  # bm25s.BM25, or None for an empty directory
-    vocabulary: frozenset[str]
-    baseline_titles: tuple[Counter, ...]
-    baseline_bodies: tuple[Counter, ...]
     embeddings: np.ndarray | None = None  # (n, dim) float32 unit rows
     embedder_name: str = ""
     stamp: str = ""
@@ -86,9 +82,61 @@ class VersionIndex:
     kinds: tuple[str, ...] = ()
     title_stems: tuple[frozenset[str], ...] = ()
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # Built on first use by the selector that needs them (see _keywords and
+    # _baseline): a baseline-only process never builds BM25, and the
+    # embedding selector neither.
+    _keyword_index: tuple[Any, frozenset[str]] | None = field(default=None, repr=False)
+    _baseline_index: tuple[tuple[Counter, ...], tuple[Counter, ...]] | None = field(
+        default=None, repr=False
+    )
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def _keywords(self) -> tuple[Any, frozenset[str]]:
+        """BM25 (bm25s) over title (x TITLE_WEIGHT) and body stems, and its vocabulary."""
+        with self._lock:
+            if self._keyword_index is None:
+                import bm25s
+
+                corpus = [
+                    T.stems(title) * TITLE_WEIGHT + T.stems(body)
+                    for title, body in zip(self.titles, self.bodies, strict=True)
+                ]
+                bm25 = None
+                if self.ids:
+                    bm25 = bm25s.BM25()
+                    bm25.index(corpus, show_progress=False)
+                self._keyword_index = (bm25, frozenset(s for doc in corpus for s in doc))
+            return self._keyword_index
+
+    @property
+    def bm25(self) -> Any:
+        """bm25s.BM25, or None for an empty directory."""
+        return self._keywords()[0]
+
+    @property
+    def vocabulary(self) -> frozenset[str]:
+        return self._keywords()[1]
+
+    def _baseline(self) -> tuple[tuple[Counter, ...], tuple[Counter, ...]]:
+        with self._lock:
+            if self._baseline_index is None:
+                from claims.agent.selection.baseline import baseline_terms
+
+                self._baseline_index = (
+                    tuple(Counter(baseline_terms(t, for_query=False)) for t in self.titles),
+                    tuple(Counter(baseline_terms(b, for_query=False)) for b in self.bodies),
+                )
+            return self._baseline_index
+
+    @property
+    def baseline_titles(self) -> tuple[Counter, ...]:
+        return self._baseline()[0]
+
+    @property
+    def baseline_bodies(self) -> tuple[Counter, ...]:
+        return self._baseline()[1]
 
     def bm25_scores(self, query_stems: list[str]) -> np.ndarray:
         known = [s for s in query_stems if s in self.vocabulary]
@@ -105,10 +153,6 @@ def _directory_stamp(directory: ClauseDirectory) -> str:
 
 
 def _build(directory: ClauseDirectory, clauses: Sequence[IndexedClause]) -> VersionIndex:
-    import bm25s
-
-    from claims.agent.selection.baseline import baseline_terms
-
     by_id = {c.clause_id: c for c in clauses}
     ids: list[str] = []
     titles: list[str] = []
@@ -129,14 +173,6 @@ def _build(directory: ClauseDirectory, clauses: Sequence[IndexedClause]) -> Vers
         vectors.append(np.frombuffer(raw, dtype=np.float32) if raw else None)
         stored.append(getattr(clause, "passage_embeddings", None) if clause is not None else None)
 
-    corpus = [
-        T.stems(title) * TITLE_WEIGHT + T.stems(body)
-        for title, body in zip(titles, bodies, strict=True)
-    ]
-    bm25 = None
-    if ids:
-        bm25 = bm25s.BM25()
-        bm25.index(corpus, show_progress=False)
     embeddings = None
     if ids and all(v is not None for v in vectors) and len({v.shape for v in vectors}) == 1:
         embeddings = np.vstack(vectors).astype(np.float32)
@@ -147,10 +183,6 @@ def _build(directory: ClauseDirectory, clauses: Sequence[IndexedClause]) -> Vers
         titles=tuple(titles),
         bodies=tuple(bodies),
         refers_to=refers,
-        bm25=bm25,
-        vocabulary=frozenset(s for doc in corpus for s in doc),
-        baseline_titles=tuple(Counter(baseline_terms(t, for_query=False)) for t in titles),
-        baseline_bodies=tuple(Counter(baseline_terms(b, for_query=False)) for b in bodies),
         embeddings=embeddings,
         stored_passages=tuple(stored),
         kinds=tuple(kinds),

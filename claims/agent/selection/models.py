@@ -208,7 +208,7 @@ class HybridParams:
     # for follow-ups.
     learned: bool = True
     # With the learned stages: this close to a clause always fits.
-    sure_cosine: float = 0.70
+    sure_cosine: float = 0.65
 
 
 @dataclass(frozen=True)
