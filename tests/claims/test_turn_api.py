@@ -498,7 +498,7 @@ def test_a_general_question_about_cover_is_not_queued_as_a_decision(api_client, 
         (
             "NW-HOM-310042",
             "Does homeowners insurance cover a storm damaging my roof?",
-            "HOM-COV-02",
+            "HOM-COV-05",
         ),
     ],
 )
