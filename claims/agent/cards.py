@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from claims.agent.selection import text as T
+from claims.agent import text as T
 
 logger = logging.getLogger(__name__)
 
