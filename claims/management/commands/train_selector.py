@@ -88,7 +88,10 @@ class Command(BaseCommand):
             for q in inventory.questions:
                 if q.after or q.decision:
                     continue
-                examples.append((q.id, inventory.line, q.text, () if q.no_clause else q.expected))
+                # A question an answer card answers needs no clause: for the
+                # clause selector, nothing fits.
+                none = q.no_clause or q.card
+                examples.append((q.id, inventory.line, q.text, () if none else q.expected))
         for inventory in real:
             for q in inventory.questions:
                 if q.decision or q.coverage == "unlabelled":
