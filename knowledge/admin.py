@@ -7,15 +7,17 @@ show their refusal as an error message.
 
 from __future__ import annotations
 
+from functools import partial
+
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin.helpers import ActionForm
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse, HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 
+from knowledge import admin_views
 from knowledge.clause_store import StorageClauseStore
 from knowledge.models import (
     DOCUMENT_LINES,
@@ -29,32 +31,12 @@ from knowledge.services.ingestion import (
     WordingError,
     wording_version_check,
     wording_version_create,
-    wording_version_discard,
     wording_version_requeue,
 )
-from knowledge.services.releases import (
-    release_approve,
-    release_cancel,
-    release_reject,
-    release_request,
-    release_withdraw,
-)
+from knowledge.services.releases import evaluation_latest, transitions_available
 from knowledge.storage import object_read_once
 from northwind.admin_errors import service_call
 from northwind.admin_history import ReadOnlyHistoryAdmin
-
-
-class ReasonActionForm(ActionForm):
-    reason = forms.CharField(
-        required=False,
-        max_length=500,
-        label="Reason",
-        widget=forms.TextInput(attrs={"size": 40, "placeholder": "why (recorded in the history)"}),
-    )
-
-
-def _reason(request) -> str:
-    return request.POST.get("reason", "").strip()
 
 
 @admin.register(WordingDocument)
@@ -151,8 +133,9 @@ class WordingVersionAdmin(ReadOnlyHistoryAdmin):
     ]
     list_filter = ["document", "status"]
     search_fields = ["label", "document__document_id"]
-    action_form = ReasonActionForm
-    actions = ["request_release", "ingest_again", "discard"]
+    # Requesting a release and discarding are confirmation pages on the
+    # version's own page (knowledge/admin_views.py), which show the impact.
+    actions = ["ingest_again"]
     inlines = [ClauseInline]
     readonly_fields = [
         "document",
@@ -296,6 +279,20 @@ class WordingVersionAdmin(ReadOnlyHistoryAdmin):
             replaceable = (WordingVersion.Status.FAILED, WordingVersion.Status.DISCARDED)
             if version.status in replaceable and self.has_add_permission(request):
                 extra_context["corrected_upload_url"] = self.corrected_upload_url(version)
+        if version is not None:
+            released = version.releases.exclude(status=Release.Status.DRAFT).exists()
+            extra_context["can_request_release"] = (
+                version.status == WordingVersion.Status.INGESTED
+                and request.user.has_perm("knowledge.request_release")
+                and not version.releases.filter(
+                    status__in=[Release.Status.PENDING_APPROVAL, Release.Status.APPROVED]
+                ).exists()
+            )
+            extra_context["can_discard"] = (
+                version.status != WordingVersion.Status.DISCARDED
+                and not released
+                and request.user.has_perm("knowledge.change_wordingversion")
+            )
         return super().change_view(request, object_id, form_url, extra_context)
 
     def corrected_upload_url(self, version: WordingVersion) -> str:
@@ -323,6 +320,21 @@ class WordingVersionAdmin(ReadOnlyHistoryAdmin):
                 "<int:pk>/source/",
                 self.admin_site.admin_view(self.source_view),
                 name="knowledge_wordingversion_source",
+            ),
+            path(
+                "<int:pk>/request-release/",
+                self.admin_site.admin_view(partial(admin_views.version_request_view, self)),
+                name="knowledge_wordingversion_request",
+            ),
+            path(
+                "<int:pk>/discard/",
+                self.admin_site.admin_view(partial(admin_views.version_discard_view, self)),
+                name="knowledge_wordingversion_discard",
+            ),
+            path(
+                "<int:pk>/diff/",
+                self.admin_site.admin_view(partial(admin_views.version_diff_view, self)),
+                name="knowledge_wordingversion_diff",
             ),
             *super().get_urls(),
         ]
@@ -370,29 +382,6 @@ class WordingVersionAdmin(ReadOnlyHistoryAdmin):
                 ),
             ),
         )
-
-    @admin.action(description="Request a release of the selected versions", permissions=["request"])
-    def request_release(self, request, queryset):
-        for version in queryset:
-            with service_call(request, subject=str(version)) as call:
-                release_request(
-                    version_id=version.pk, acting_user=request.user, reason=_reason(request)
-                )
-            if call.ok:
-                self.message_user(request, f"{version}: release requested.")
-
-    @admin.action(
-        description="Discard the selected never-released versions (give a reason)",
-        permissions=["ingest"],
-    )
-    def discard(self, request, queryset):
-        for version in queryset.order_by("pk"):
-            with service_call(request, subject=str(version)) as call:
-                wording_version_discard(
-                    version_id=version.pk, acting_user=request.user, reason=_reason(request)
-                )
-            if call.ok:
-                self.message_user(request, f"{version}: discarded; its clause ids are free again.")
 
     @admin.action(
         description="Ingest the selected failed or stalled versions again", permissions=["ingest"]
@@ -480,8 +469,9 @@ class ReleaseAdmin(ReadOnlyHistoryAdmin):
         "requested_at",
     ]
     list_filter = ["line", "status"]
-    action_form = ReasonActionForm
-    actions = ["approve", "reject", "withdraw", "cancel_request"]
+    # Every change is a confirmation page on the release's own page, showing
+    # its routing impact, the diff and the gate (knowledge/admin_views.py).
+    actions = None
     readonly_fields = [
         "line",
         "version",
@@ -495,6 +485,8 @@ class ReleaseAdmin(ReadOnlyHistoryAdmin):
         "withdrawn_by",
         "withdrawn_at",
         "withdraw_reason",
+        "superseded_version",
+        "gate_override_reason",
     ]
 
     def get_queryset(self, request):
@@ -526,35 +518,38 @@ class ReleaseAdmin(ReadOnlyHistoryAdmin):
         end = obj.version.effective_to or "open"
         return f"[{obj.version.effective_from}, {end})"
 
-    def _run(self, request, queryset, service, done: str, **kwargs) -> None:
-        for release in queryset.order_by("pk"):
-            with service_call(request, subject=f"Release {release.pk}") as call:
-                service(release_id=release.pk, acting_user=request.user, **kwargs)
-            if call.ok:
-                self.message_user(request, f"Release {release.pk} ({release.version}): {done}.")
+    def get_urls(self):
+        return [
+            path(
+                "<int:pk>/act/<str:action>/",
+                self.admin_site.admin_view(partial(admin_views.release_action_view, self)),
+                name="knowledge_release_action",
+            ),
+            path(
+                "<int:pk>/act/<str:action>/policies/",
+                self.admin_site.admin_view(partial(admin_views.impact_policies_view, self)),
+                name="knowledge_release_impact_policies",
+            ),
+            *super().get_urls(),
+        ]
 
-    @admin.action(description="Approve the selected releases", permissions=["decide"])
-    def approve(self, request, queryset):
-        self._run(request, queryset, release_approve, "approved", reason=_reason(request))
-
-    @admin.action(
-        description="Reject the selected releases (give a reason)", permissions=["decide"]
-    )
-    def reject(self, request, queryset):
-        self._run(request, queryset, release_reject, "rejected", reason=_reason(request))
-
-    @admin.action(
-        description="Withdraw the selected releases (give a reason)", permissions=["decide"]
-    )
-    def withdraw(self, request, queryset):
-        self._run(request, queryset, release_withdraw, "withdrawn", reason=_reason(request))
-
-    @admin.action(
-        description="Cancel my request for the selected releases (give a reason)",
-        permissions=["request"],
-    )
-    def cancel_request(self, request, queryset):
-        self._run(request, queryset, release_cancel, "request cancelled", reason=_reason(request))
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        release = self.get_object(request, object_id)
+        extra_context = {**(extra_context or {})}
+        if release is not None:
+            evaluation = evaluation_latest(release)
+            extra_context.update(
+                release_transitions=transitions_available(release, request.user),
+                evaluation=evaluation,
+                evaluation_rows=admin_views.evaluation_rows(evaluation),
+                release_diff_url=admin_views.diff_url(
+                    release.version,
+                    evaluation.serving_version
+                    if evaluation and evaluation.serving_version_id
+                    else admin_views.serving_version_for(release.version),
+                ),
+            )
+        return super().change_view(request, object_id, form_url, extra_context)
 
     def has_request_permission(self, request) -> bool:
         return request.user.has_perm("knowledge.request_release")

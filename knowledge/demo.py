@@ -73,8 +73,15 @@ def _release(version: WordingVersion, editor, approver, withdraw_reason: str | N
         return version.releases.order_by("-pk").first().get_status_display().lower()
     release = version.releases.filter(status=Release.Status.PENDING_APPROVAL).first()
     if release is None:
-        release = release_request(version_id=version.pk, acting_user=editor, reason="demo data")
-    release = release_approve(release_id=release.pk, acting_user=approver, reason="demo data")
+        release = release_request(
+            version_id=version.pk, acting_user=editor, reason="demo data", evaluate=False
+        )
+    release = release_approve(
+        release_id=release.pk,
+        acting_user=approver,
+        reason="demo data",
+        gate_override_reason="demo data, loaded by load_demo without an evaluation run",
+    )
     if withdraw_reason:
         release = release_withdraw(
             release_id=release.pk, acting_user=approver, reason=withdraw_reason

@@ -55,17 +55,20 @@ class WordingDocument(models.Model):
         return self.document_id
 
 
+class VersionStatus(models.TextChoices):
+    UPLOADED = "uploaded", "Uploaded"
+    INGESTING = "ingesting", "Ingesting"
+    INGESTED = "ingested", "Ingested"
+    FAILED = "failed", "Failed"
+    # Ingested by mistake and never released: its clauses are gone and its
+    # ids are free again (they never reached a customer).
+    DISCARDED = "discarded", "Discarded"
+
+
 class WordingVersion(models.Model):
     """A version of a document: its source in object storage and its clauses."""
 
-    class Status(models.TextChoices):
-        UPLOADED = "uploaded", "Uploaded"
-        INGESTING = "ingesting", "Ingesting"
-        INGESTED = "ingested", "Ingested"
-        FAILED = "failed", "Failed"
-        # Ingested by mistake and never released: its clauses are gone and its
-        # ids are free again (they never reached a customer).
-        DISCARDED = "discarded", "Discarded"
+    Status = VersionStatus
 
     document = models.ForeignKey(WordingDocument, on_delete=models.PROTECT, related_name="versions")
     label = models.CharField(max_length=40)
@@ -103,10 +106,7 @@ class WordingVersion(models.Model):
                 fields=["document", "label"], name="wordingversion_document_label_unique"
             ),
             models.CheckConstraint(
-                condition=Q(
-                    status__in=["uploaded", "ingesting", "ingested", "failed", "discarded"]
-                ),
-                name="wordingversion_status_valid",
+                condition=Q(status__in=VersionStatus.values), name="wordingversion_status_valid"
             ),
             models.CheckConstraint(
                 condition=Q(effective_to__isnull=True) | Q(effective_to__gt=F("effective_from")),
@@ -122,22 +122,28 @@ class WordingVersion(models.Model):
         return f"wording/{self.document.document_id}/{self.label}/"
 
 
+class ClauseKind(models.TextChoices):
+    COVER = "cover", "Cover"
+    BENEFIT = "benefit", "Benefit"
+    EXCLUSION = "exclusion", "Exclusion"
+    CONDITION = "condition", "Condition"
+    EXCESS = "excess", "Excess"
+    CLAIMS = "claims", "Claims"
+    DEFINITION = "definition", "Definition"
+    GENERAL = "general", "General"
+
+
+class ClauseVisibility(models.TextChoices):
+    CUSTOMER = "customer", "Customer"
+    INTERNAL = "internal", "Internal"
+
+
 class Clause(models.Model):
     """One clause of an ingested version; its whole text lives in object storage."""
 
-    class Kind(models.TextChoices):
-        COVER = "cover", "Cover"
-        BENEFIT = "benefit", "Benefit"
-        EXCLUSION = "exclusion", "Exclusion"
-        CONDITION = "condition", "Condition"
-        EXCESS = "excess", "Excess"
-        CLAIMS = "claims", "Claims"
-        DEFINITION = "definition", "Definition"
-        GENERAL = "general", "General"
+    Kind = ClauseKind
 
-    class Visibility(models.TextChoices):
-        CUSTOMER = "customer", "Customer"
-        INTERNAL = "internal", "Internal"
+    Visibility = ClauseVisibility
 
     version = models.ForeignKey(WordingVersion, on_delete=models.CASCADE, related_name="clauses")
     clause_id = models.CharField(max_length=20)
@@ -172,22 +178,10 @@ class Clause(models.Model):
                 fields=["version", "clause_id"], name="clause_version_clause_id_unique"
             ),
             models.CheckConstraint(
-                condition=Q(
-                    kind__in=[
-                        "cover",
-                        "benefit",
-                        "exclusion",
-                        "condition",
-                        "excess",
-                        "claims",
-                        "definition",
-                        "general",
-                    ]
-                ),
-                name="clause_kind_valid",
+                condition=Q(kind__in=ClauseKind.values), name="clause_kind_valid"
             ),
             models.CheckConstraint(
-                condition=Q(visibility__in=["customer", "internal"]),
+                condition=Q(visibility__in=ClauseVisibility.values),
                 name="clause_visibility_valid",
             ),
         ]
@@ -196,15 +190,18 @@ class Clause(models.Model):
         return f"{self.clause_id} - {self.title}"
 
 
+class ReleaseStatus(models.TextChoices):
+    DRAFT = "draft", "Draft"
+    PENDING_APPROVAL = "pending_approval", "Pending approval"
+    APPROVED = "approved", "Approved"
+    WITHDRAWN = "withdrawn", "Withdrawn"
+    REJECTED = "rejected", "Rejected"
+
+
 class Release(models.Model):
     """The decision that a version of a line may be used by the claim agent."""
 
-    class Status(models.TextChoices):
-        DRAFT = "draft", "Draft"
-        PENDING_APPROVAL = "pending_approval", "Pending approval"
-        APPROVED = "approved", "Approved"
-        WITHDRAWN = "withdrawn", "Withdrawn"
-        REJECTED = "rejected", "Rejected"
+    Status = ReleaseStatus
 
     line = models.CharField(max_length=16, choices=Line.choices)
     version = models.ForeignKey(WordingVersion, on_delete=models.PROTECT, related_name="releases")
@@ -224,6 +221,13 @@ class Release(models.Model):
     )
     withdrawn_at = models.DateTimeField(null=True, blank=True)
     withdraw_reason = models.TextField(blank=True)
+    # The predecessor whose open-ended window this approval closed at the
+    # version's start; a withdrawal gives that part of the window back.
+    superseded_version = models.ForeignKey(
+        WordingVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    # Approved although the evaluation gate had not passed: why (never blank then).
+    gate_override_reason = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     history = HistoricalRecords()
@@ -236,20 +240,18 @@ class Release(models.Model):
         ]
         constraints = [
             models.CheckConstraint(
-                condition=Q(
-                    status__in=["draft", "pending_approval", "approved", "withdrawn", "rejected"]
-                ),
-                name="release_status_valid",
+                condition=Q(status__in=ReleaseStatus.values), name="release_status_valid"
             ),
             models.CheckConstraint(condition=Q(line__in=Line.values), name="release_line_valid"),
             # Past the draft, someone asked for it.
             models.CheckConstraint(
-                condition=Q(status="draft") | Q(requested_by__isnull=False),
+                condition=Q(status=ReleaseStatus.DRAFT) | Q(requested_by__isnull=False),
                 name="release_requested_by_set",
             ),
             # Approved, rejected and withdrawn releases were decided by someone ...
             models.CheckConstraint(
-                condition=Q(status__in=["draft", "pending_approval"]) | Q(decided_by__isnull=False),
+                condition=Q(status__in=[ReleaseStatus.DRAFT, ReleaseStatus.PENDING_APPROVAL])
+                | Q(decided_by__isnull=False),
                 name="release_decided_by_set",
             ),
             # ... who is never the person who asked for it.
@@ -257,13 +259,13 @@ class Release(models.Model):
                 condition=~Q(decided_by=F("requested_by")), name="release_not_self_decided"
             ),
             models.CheckConstraint(
-                condition=~Q(status="withdrawn") | Q(withdrawn_by__isnull=False),
+                condition=~Q(status=ReleaseStatus.WITHDRAWN) | Q(withdrawn_by__isnull=False),
                 name="release_withdrawn_by_set",
             ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.get_line_display()} release of {self.version} ({self.status})"
+        return f"{self.get_line_display()} release of {self.version} ({self.get_status_display()})"
 
 
 # --- answer cards (seed 001) --------------------------------------------------
@@ -465,3 +467,58 @@ class CardIndexVersion(models.Model):
 
     def __str__(self) -> str:
         return f"Card index {self.number}"
+
+
+class EvaluationStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    RUNNING = "running", "Running"
+    PASSED = "passed", "Passed"
+    FAILED = "failed", "Failed: the candidate regresses"
+    ERROR = "error", "Error: the run did not finish"
+
+
+class ReleaseEvaluation(models.Model):
+    """The evaluation gate's run for a release: the agent replayed on the candidate.
+
+    Requesting a release starts one (``knowledge.release_evaluate`` task):
+    the line's inventory questions and its most recent customer questions go
+    through the claim agent's turn pipeline pinned to the version serving the
+    line now, then to the candidate. Approval waits for it to pass.
+    """
+
+    Status = EvaluationStatus
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="evaluations")
+    candidate_version = models.ForeignKey(
+        WordingVersion, on_delete=models.PROTECT, related_name="+"
+    )
+    serving_version = models.ForeignKey(
+        WordingVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    selector = models.CharField(max_length=100, blank=True)
+    recent_limit = models.PositiveIntegerField(default=200)
+    # {"serving": {...}, "candidate": {...}}: returned/cited/nothing-fits and
+    # must-be-zero counts, per version; see claims.evaluation.gate.
+    figures = models.JSONField(default=dict, blank=True)
+    # Every question whose returned clauses or reply changed, side by side.
+    changes = models.JSONField(default=list, blank=True)
+    # Why the gate failed, one sentence each; empty when it passed.
+    findings = models.JSONField(default=list, blank=True)
+    question_count = models.PositiveIntegerField(default=0)
+    detail = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-pk"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=EvaluationStatus.values),
+                name="releaseevaluation_status_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Evaluation of {self.candidate_version} ({self.get_status_display().lower()})"

@@ -60,3 +60,12 @@ def wording_versions_sweep_task() -> dict:
         "failed": list(result.failed),
         "undispatched": list(result.undispatched),
     }
+
+
+@shared_task(name="knowledge.release_evaluate")
+def release_evaluate_task(evaluation_id: int) -> dict:
+    """Run the release evaluation gate for one requested release."""
+    from claims.evaluation.gate import release_evaluation_run
+
+    evaluation = release_evaluation_run(evaluation_id=evaluation_id)
+    return {"evaluation_id": evaluation.pk, "status": evaluation.status}

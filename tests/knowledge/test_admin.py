@@ -213,34 +213,41 @@ def test_the_clause_page_says_unavailable_when_storage_is_down(client, users, st
     assert "<strong>Unavailable</strong>: object storage unavailable" in page.content.decode()
 
 
-def act(client, model: str, action: str, pks: list[int], reason: str = ""):
+def act(client, release, action: str, **data):
+    """POST a release action's confirmation page, as its form does."""
     return client.post(
-        reverse(f"admin:knowledge_{model}_changelist"),
-        {"action": action, "_selected_action": [str(pk) for pk in pks], "reason": reason},
-        follow=True,
+        reverse("admin:knowledge_release_action", args=[release.pk, action]), data, follow=True
     )
 
 
 @pytest.mark.django_db
 def test_release_actions_call_the_services_and_show_refusals(client, users):
     version = ingested_version()
-    # an editor requests from the version list
+    # an editor requests from the version's own page: a confirmation page, then a POST
     client.force_login(users["editor"])
-    response = act(client, "wordingversion", "request_release", [version.pk], "ready")
-    assert "NW-MOTOR 2026.2: release requested." in texts(response)
+    version_page = client.get(reverse("admin:knowledge_wordingversion_change", args=[version.pk]))
+    request_url = reverse("admin:knowledge_wordingversion_request", args=[version.pk])
+    assert request_url in version_page.content.decode()
+    assert client.get(request_url).status_code == 200
+    response = client.post(request_url, {"reason": "ready"}, follow=True)
+    assert (
+        "Release of NW-MOTOR 2026.2 requested; the evaluation gate is replaying the agent on "
+        "it. This page shows its result when it is done." in texts(response)
+    )
     release = Release.objects.get()
     assert release.request_reason == "ready"
-    # an editor has no approve action
-    response = act(client, "release", "approve", [release.pk])
+    # an editor may not approve
+    response = act(client, release, "approve", reason="mine")
+    assert "You do not have permission to approve releases." in texts(response)
     release.refresh_from_db()
     assert release.status == "pending_approval"
     # an approver rejecting without a reason is refused with the service's message
     client.force_login(users["approver"])
-    response = act(client, "release", "reject", [release.pk])
-    assert f"Release {release.pk}: Say why the release is rejected." in texts(response)
-    response = act(client, "release", "approve", [release.pk], "looks right")
-    assert f"Release {release.pk} (NW-MOTOR 2026.2): approved." in texts(response)
-    response = act(client, "release", "withdraw", [release.pk], "superseded")
+    response = act(client, release, "reject")
+    assert "Say why the release is rejected." in texts(response)
+    response = act(client, release, "approve", reason="looks right", gate_override_reason="demo")
+    assert "The release of NW-MOTOR 2026.2 was approved." in texts(response)
+    response = act(client, release, "withdraw", reason="superseded", confirm_unrouted="yes")
     release.refresh_from_db()
     assert release.status == "withdrawn"
     assert release.withdraw_reason == "superseded"
@@ -254,10 +261,12 @@ def test_self_approval_in_the_admin_is_refused_with_a_message(client, users):
     version = ingested_version()
     release = release_request(version_id=version.pk, acting_user=users["admin"])
     client.force_login(users["admin"])
-    response = act(client, "release", "approve", [release.pk])
-    assert f"Release {release.pk}: The person who requested a release cannot approve it." in texts(
-        response
-    )
+    page = client.get(reverse("admin:knowledge_release_change", args=[release.pk]))
+    # the page offers no approval to the requester ...
+    assert "/act/approve/" not in page.content.decode()
+    # ... and a POST all the same is refused with the service's message
+    response = act(client, release, "approve", reason="x", gate_override_reason="x")
+    assert "The person who requested a release cannot approve it." in texts(response)
     release.refresh_from_db()
     assert release.status == "pending_approval"
 

@@ -23,9 +23,16 @@ from tests.knowledge.conftest import COV_01, EXC_01, ingested_version, wording
 SMALL = wording(COV_01, EXC_01)
 
 
+# These tests are about the workflow's other rules; the evaluation gate has its
+# own tests (tests/evaluation/test_gate.py), so approvals here override it.
+GATE = "gate not under test here"
+
+
 def approved(version, users, requester="editor", approver="approver"):
     release = release_request(version_id=version.pk, acting_user=users[requester])
-    return release_approve(release_id=release.pk, acting_user=users[approver])
+    return release_approve(
+        release_id=release.pk, acting_user=users[approver], gate_override_reason=GATE
+    )
 
 
 @pytest.mark.django_db
@@ -34,7 +41,9 @@ def test_request_then_approve_by_someone_else(users):
     release = release_request(version_id=version.pk, acting_user=users["editor"], reason="new")
     assert release.status == Release.Status.PENDING_APPROVAL
     assert release.line == "motor"
-    release = release_approve(release_id=release.pk, acting_user=users["approver"], reason="ok")
+    release = release_approve(
+        release_id=release.pk, acting_user=users["approver"], reason="ok", gate_override_reason=GATE
+    )
     assert release.status == Release.Status.APPROVED
     assert release.decided_by == users["approver"]
     assert release.decided_at is not None
@@ -46,7 +55,9 @@ def test_approving_your_own_release_is_refused(users):
     # an administrator holds every permission, yet cannot decide their own request
     release = release_request(version_id=version.pk, acting_user=users["admin"])
     with pytest.raises(ReleaseError) as raised:
-        release_approve(release_id=release.pk, acting_user=users["admin"])
+        release_approve(
+            release_id=release.pk, acting_user=users["admin"], gate_override_reason=GATE
+        )
     assert str(raised.value) == "The person who requested a release cannot approve it."
     with pytest.raises(ReleaseError, match="cannot reject it"):
         release_reject(release_id=release.pk, acting_user=users["admin"], reason="no")
@@ -61,7 +72,9 @@ def test_roles_are_checked_in_the_services(users):
         release_request(version_id=version.pk, acting_user=users["approver"])
     release = release_request(version_id=version.pk, acting_user=users["editor"])
     with pytest.raises(PermissionDenied, match="You do not have permission to approve releases"):
-        release_approve(release_id=release.pk, acting_user=users["editor2"])
+        release_approve(
+            release_id=release.pk, acting_user=users["editor2"], gate_override_reason=GATE
+        )
 
 
 @pytest.mark.django_db
@@ -87,7 +100,9 @@ def test_an_overlapping_approval_is_refused(users):
     overlapping = ingested_version(SMALL, label="2026.2", effective_from=date(2026, 6, 30))
     release = release_request(version_id=overlapping.pk, acting_user=users["editor"])
     with pytest.raises(ReleaseError) as raised:
-        release_approve(release_id=release.pk, acting_user=users["approver"])
+        release_approve(
+            release_id=release.pk, acting_user=users["approver"], gate_override_reason=GATE
+        )
     assert str(raised.value) == (
         "NW-MOTOR 2026.2 [2026-06-30, open-ended) overlaps the approved release of "
         "NW-MOTOR 2026.1 [2025-07-01, 2026-07-01); withdraw that one first or change the window."
@@ -124,7 +139,9 @@ def test_a_version_starting_with_or_before_the_open_one_is_no_successor(users):
         with pytest.raises(
             ReleaseError, match=r"overlaps the approved release of NW-MOTOR 2026\.2"
         ):
-            release_approve(release_id=release.pk, acting_user=users["approver"])
+            release_approve(
+                release_id=release.pk, acting_user=users["approver"], gate_override_reason=GATE
+            )
 
 
 @pytest.mark.django_db
@@ -174,14 +191,21 @@ def test_a_pending_or_rejected_release_is_not_served(users):
     release_reject(release_id=release.pk, acting_user=users["approver"], reason="typo in 03")
     assert release_approved_for_date(line="motor", on=date(2026, 8, 1)).kind == "none"
     with pytest.raises(ReleaseError, match="Only a release pending approval can be approved"):
-        release_approve(release_id=release.pk, acting_user=users["approver"])
+        release_approve(
+            release_id=release.pk, acting_user=users["approver"], gate_override_reason=GATE
+        )
 
 
 @pytest.mark.django_db
 def test_every_transition_is_in_the_history_with_who_and_why(users):
     version = ingested_version(SMALL)
     release = release_request(version_id=version.pk, acting_user=users["editor"], reason="go")
-    release_approve(release_id=release.pk, acting_user=users["approver"], reason="checked")
+    release_approve(
+        release_id=release.pk,
+        acting_user=users["approver"],
+        reason="checked",
+        gate_override_reason=GATE,
+    )
     with pytest.raises(ReleaseError, match="Say why the release is withdrawn"):
         release_withdraw(release_id=release.pk, acting_user=users["approver"], reason="")
     release_withdraw(release_id=release.pk, acting_user=users["approver"], reason="superseded")
@@ -213,7 +237,11 @@ def test_two_overlapping_approvals_in_two_threads_exactly_one_wins(users):
     def approve(index: int) -> None:
         try:
             barrier.wait(10)
-            release_approve(release_id=requests[index].pk, acting_user=approvers[index])
+            release_approve(
+                release_id=requests[index].pk,
+                acting_user=approvers[index],
+                gate_override_reason=GATE,
+            )
             outcomes[index] = "approved"
         except ReleaseError as exc:
             outcomes[index] = f"refused: {exc}"
