@@ -83,7 +83,12 @@ def _release(version: WordingVersion, editor, approver, withdraw_reason: str | N
         gate_override_reason="demo data, loaded by load_demo without an evaluation run",
     )
     if withdraw_reason:
+        # The demo keeps a policy whose term started in the withdrawn window
+        # (NW-MTR-170301): that it is left with no wording is intended.
         release = release_withdraw(
-            release_id=release.pk, acting_user=approver, reason=withdraw_reason
+            release_id=release.pk,
+            acting_user=approver,
+            reason=withdraw_reason,
+            confirm_unrouted=True,
         )
     return release.get_status_display().lower()

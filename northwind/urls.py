@@ -1,15 +1,19 @@
 """Top-level URLs: admin, REST API v1, schema and docs, health."""
 
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from claims.evaluation.views import evaluation_report_latest
+from claims.evaluation.views import evaluation_overview, evaluation_report_latest
 from northwind.health import healthz
 
 admin.site.site_header = "Northwind claims back-office"
 admin.site.site_title = "Northwind"
 admin.site.index_title = "Wording, schedules and the pending-answers queue"
+# There is no public site behind the back-office: "View site" opens the API docs.
+admin.site.site_url = "/api/docs/"
 
 api_v1 = [
     path("", include("claims.urls")),
@@ -17,6 +21,13 @@ api_v1 = [
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path(
+        "favicon.ico",
+        RedirectView.as_view(url=static("northwind/favicon.svg"), permanent=True),
+        name="favicon",
+    ),
+    path("", RedirectView.as_view(url="/admin/", permanent=False), name="home"),
+    path("admin/reports/evaluation/", evaluation_overview, name="evaluation-overview"),
     path(
         "admin/reports/evaluation/latest/",
         evaluation_report_latest,

@@ -43,7 +43,8 @@ class PolicySchedule(models.Model):
                 "then a hyphen and digits.",
             )
         ],
-        help_text="NW-<LINE>-<digits>, where LINE is MTR (motor), HOM (home) or CNT (contents).",
+        help_text="NW-, then MTR (motor), HOM (home) or CNT (contents), a hyphen and digits: "
+        "NW-MTR-204518.",
     )
     line = models.CharField(max_length=16, choices=Line.choices)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)

@@ -95,11 +95,13 @@ class SelectorRun:
     turns: int = 0
     model_names: set[str] = field(default_factory=set)
     errors: list[dict] = field(default_factory=list)
+    versions: set[str] = field(default_factory=set)  # wording versions the turns used
 
     def as_dict(self) -> dict:
         return {
             "selector": self.name,
             "model_names": sorted(self.model_names),
+            "versions": sorted(self.versions),
             "turns": self.turns,
             "lines": self.lines,
             "must_be_zero": self.must_be_zero,
@@ -149,6 +151,8 @@ def inventory_run(
                 turn = Turn.objects.get(pk=reply.body["turn_id"])
                 results.append(TurnResult(question, turn, reply))
                 run.model_names.add(turn.model_name)
+                if turn.wording_document:
+                    run.versions.add(f"{turn.wording_document} {turn.wording_label}")
                 for key, value in turn_violations(turn, reply.body).items():
                     zero[key] = zero.get(key, 0) + value
                 if question.no_clause and turn.cited_ids:

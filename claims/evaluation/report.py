@@ -95,3 +95,74 @@ def report_latest() -> Path | None:
     """The newest HTML report, if any."""
     reports = sorted(reports_dir().glob("evaluation-*.html"))
     return reports[-1] if reports else None
+
+
+def report_latest_data() -> tuple[dict, Path] | None:
+    """The newest JSON report and its path, if any (a broken file is skipped)."""
+    for path in sorted(reports_dir().glob("evaluation-*.json"), reverse=True):
+        try:
+            return json.loads(path.read_text(encoding="utf-8")), path
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+METRIC_COLOURS = {
+    "requested": "#9c8ade",
+    "returned": "#2e7d32",
+    "cited": "#7aa6c2",
+    "nothing_fits": "#d08c2c",
+}
+
+
+def bar_chart(title: str, groups: list[tuple[str, dict]], metrics=METRICS) -> dict:
+    """Geometry of a server-side SVG bar chart: one group per label, one bar per metric.
+
+    ``groups`` is [(label, {metric: share or None})]; shares are 0..1.
+    """
+    bar, gap, group_gap, height, top = 16, 2, 28, 140, 18
+    bars, labels = [], []
+    x = 40
+    for label, figures in groups:
+        start = x
+        for metric in metrics:
+            value = figures.get(metric)
+            share = value or 0.0
+            h = round(share * height, 1)
+            bars.append(
+                {
+                    "x": x,
+                    "y": round(top + height - h, 1),
+                    "h": h,
+                    "w": bar,
+                    "colour": METRIC_COLOURS.get(metric, "#888"),
+                    "title": f"{label} {metric.replace('_', ' ')}: "
+                    + ("n/a" if value is None else f"{share:.1%}"),
+                    "label": "" if value is None else f"{round(share * 100)}",
+                    "label_y": round(top + height - h - 3, 1),
+                }
+            )
+            x += bar + gap
+        labels.append({"x": (start + x - gap) / 2, "text": label})
+        x += group_gap
+    return {
+        "title": title,
+        "width": x + 10,
+        "height": height + top + 40,
+        "base": top + height,
+        "label_y": top + height + 16,
+        "target_y": top + height - 0.95 * height,
+        "bars": bars,
+        "labels": labels,
+    }
+
+
+def selector_charts(report: dict) -> list[dict]:
+    """One chart per selector the report ran, a group of bars per line."""
+    return [
+        bar_chart(
+            run["selector"],
+            [(line, figures) for line, figures in sorted(run["lines"].items())],
+        )
+        for run in report.get("selectors", [])
+    ]

@@ -4,6 +4,20 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 
+def document_titles_without_version(apps, schema_editor):
+    """Document titles kept the first version's label ("... MVP-2026.1"); drop it."""
+    from knowledge.services.ingestion import document_title
+
+    WordingDocument = apps.get_model("knowledge", "WordingDocument")
+    for document in WordingDocument.objects.all():
+        for label in document.versions.values_list("label", flat=True):
+            title = document_title(document.title, label)
+            if title != document.title:
+                document.title = title
+                document.save(update_fields=["title"])
+                break
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -55,4 +69,5 @@ class Migration(migrations.Migration):
                 'constraints': [models.CheckConstraint(condition=models.Q(('status__in', ['pending', 'running', 'passed', 'failed', 'error'])), name='releaseevaluation_status_valid')],
             },
         ),
-    ]
+        migrations.RunPython(document_titles_without_version, migrations.RunPython.noop),
+]

@@ -175,6 +175,14 @@ def storable_errors(parsed: ParsedWording) -> list[dict]:
     return errors
 
 
+def document_title(title: str, label: str) -> str:
+    """A version's heading without its version label: the document's title."""
+    title = (title or "").strip()
+    if label and title.endswith(label):
+        title = title[: -len(label)].rstrip(" -:\u2013\u2014")
+    return title[:200]
+
+
 def document_line(document_id: str) -> str:
     try:
         return DOCUMENT_LINES[document_id]
@@ -735,9 +743,12 @@ def _attempt_run(attempt: _Attempt) -> IngestResult:
 
         flagged = cards_sources_check(version_id=version_id)
         document = locked.document
-        if not document.title and parsed.title:
-            document.title = _printable(parsed.title, 200)
-            document._change_reason = "Title from the first ingested version"
+        title = _printable(document_title(parsed.title, locked.label), 200)
+        if title and document.title != title:
+            # A document carries no version: its title is the wording's title
+            # without the label (it used to keep "MVP-2026.1" for good).
+            document.title = title
+            document._change_reason = f"Title from {locked}"
             document.save(update_fields=["title"])
     logger.info("ingestion: %s ingested, %s clauses under %s", version, len(rows), prefix)
     if flagged:

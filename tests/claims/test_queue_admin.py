@@ -121,13 +121,17 @@ def test_run_records_are_read_only_and_filterable(agent_client, entry):
     assert agent_client.get("/admin/claims/turn/add/").status_code == 403
 
 
-def test_the_admin_index_links_the_latest_evaluation_report(agent_client, settings, tmp_path):
+def test_the_admin_index_links_the_evaluation_page(agent_client, settings, tmp_path):
     index = agent_client.get("/admin/")
-    assert 'href="/admin/reports/evaluation/latest/"' in index.content.decode()
-    # before any run: a 404 that says what to do
+    assert 'href="/admin/reports/evaluation/"' in index.content.decode()
+    # before any run: the evaluation page, which says what to do
     settings.VAR_DIR = tmp_path
     response = agent_client.get("/admin/reports/evaluation/latest/")
-    assert response.status_code == 404
+    assert response.status_code == 302
+    assert response["Location"] == "/admin/reports/evaluation/"
+    page = agent_client.get("/admin/reports/evaluation/").content.decode()
+    assert "No evaluation report yet. Run <code>python manage.py evaluate</code>" in page
+    assert "No release has been evaluated yet." in page
     # after runs: the newest report
     reports = tmp_path / "reports"
     reports.mkdir(exist_ok=True)

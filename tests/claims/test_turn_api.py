@@ -205,7 +205,9 @@ def test_no_approved_version_for_the_line(api_client):
 
     approver = get_user_model().objects.get(username="demo-approver")
     for release in Release.objects.filter(line="motor", status="approved"):
-        release_withdraw(release_id=release.pk, acting_user=approver, reason="test outage")
+        release_withdraw(
+            release_id=release.pk, acting_user=approver, reason="test outage", confirm_unrouted=True
+        )
     body = say(api_client, start(api_client, "NW-MTR-204518"), RENTAL)
     assert body["guidance_status"] == "no_approved_version"
     assert body["citations"] == []

@@ -140,3 +140,43 @@ def test_a_drop_of_more_than_two_points_in_expected_clause_returned_fails_the_ga
     assert gate_findings(None, {"returned": 0.5, "must_be_zero": {"decision": 2}}) == [
         "decision: 2 (must be zero)."
     ]
+
+
+@pytest.mark.django_db
+def test_the_evaluation_page_shows_the_gate_and_a_chart_per_selector(
+    demo, client, settings, tmp_path, django_capture_on_commit_callbacks
+):
+    import json
+
+    settings.VAR_DIR = tmp_path
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    figures = {"requested": 0.9, "returned": 0.96, "cited": 0.9, "nothing_fits": 1.0}
+    (reports / "evaluation-20261201-000000.json").write_text(
+        json.dumps(
+            {
+                "generated_at": "2026-12-01T00:00:00",
+                "environment": {"database": "sqlite3", "storage": "local"},
+                "targets_met": True,
+                "selectors": [
+                    {
+                        "selector": s,
+                        "versions": ["NW-MOTOR 2026.2"],
+                        "turns": 3,
+                        "lines": {"motor": figures},
+                    }
+                    for s in ("baseline", "hybrid")
+                ],
+            }
+        )
+    )
+    version = candidate("2026.3", MOTOR)
+    requested(version, django_capture_on_commit_callbacks)
+    client.force_login(staff("demo-approver"))
+    page = client.get("/admin/reports/evaluation/").content.decode()
+    assert "Versions measured: serving <strong>NW-MOTOR 2026.2</strong>" in page
+    assert "candidate <strong>NW-MOTOR 2026.3</strong>" in page
+    assert page.count('<figure class="nw-chart">') == 3  # the gate, then one per selector
+    assert "<figcaption>baseline</figcaption>" in page
+    assert "<figcaption>hybrid</figcaption>" in page
+    assert "cdn" not in page.lower()
