@@ -41,13 +41,26 @@ ACTION_TITLES = {
 
 
 def serving_version_for(version: WordingVersion) -> WordingVersion | None:
-    """The version of the same document serving its line now (for the diff)."""
+    """The version to compare ``version`` with: the one serving its line now.
+
+    When ``version`` is itself the one serving (it was approved), the latest
+    earlier ingested version of the same document instead.
+    """
     from claims.evaluation.gate import serving_version
 
     serving = serving_version(version.document.line)
-    if serving is None or serving.pk == version.pk:
-        return None
-    return serving
+    if serving is not None and serving.pk != version.pk:
+        return serving
+    return (
+        WordingVersion.objects.filter(
+            document=version.document,
+            status=WordingVersion.Status.INGESTED,
+            effective_from__lte=version.effective_from,
+        )
+        .exclude(pk=version.pk)
+        .order_by("-effective_from", "-pk")
+        .first()
+    )
 
 
 def diff_url(version: WordingVersion, against: WordingVersion | None = None) -> str:

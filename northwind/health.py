@@ -2,11 +2,12 @@
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from django.conf import settings
 from django.core.files.storage import default_storage
 from django.db import connection
-from django.http import JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 
 
@@ -82,3 +83,15 @@ def healthz(request):
         },
     }
     return JsonResponse(body, status=503 if down else 200)
+
+
+FAVICON = Path(__file__).resolve().parent / "static" / "northwind" / "favicon.svg"
+
+
+def favicon(request: HttpRequest) -> HttpResponse:
+    """/favicon.ico, which browsers ask for on every page: the Northwind mark."""
+    return HttpResponse(
+        FAVICON.read_bytes(),
+        content_type="image/svg+xml",
+        headers={"Cache-Control": "public, max-age=86400"},
+    )

@@ -1,13 +1,12 @@
 """Top-level URLs: admin, REST API v1, schema and docs, health."""
 
 from django.contrib import admin
-from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from claims.evaluation.views import evaluation_overview, evaluation_report_latest
-from northwind.health import healthz
+from northwind.health import favicon, healthz
 
 admin.site.site_header = "Northwind claims back-office"
 admin.site.site_title = "Northwind"
@@ -21,11 +20,7 @@ api_v1 = [
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
-    path(
-        "favicon.ico",
-        RedirectView.as_view(url=static("northwind/favicon.svg"), permanent=True),
-        name="favicon",
-    ),
+    path("favicon.ico", favicon, name="favicon"),
     path("", RedirectView.as_view(url="/admin/", permanent=False), name="home"),
     path("admin/reports/evaluation/", evaluation_overview, name="evaluation-overview"),
     path(

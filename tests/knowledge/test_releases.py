@@ -211,8 +211,13 @@ def test_every_transition_is_in_the_history_with_who_and_why(users):
     release_withdraw(release_id=release.pk, acting_user=users["approver"], reason="superseded")
     rows = list(release.history.order_by("history_date"))
     assert [(r.status, r.history_change_reason) for r in rows] == [
+        ("draft", "Draft"),
         ("pending_approval", "Requested: go"),
-        ("approved", "Approved: checked"),
+        (
+            "approved",
+            "Approved: checked Evaluation gate overridden (The evaluation of this release is "
+            "still running.): gate not under test here",
+        ),
         ("withdrawn", "Withdrawn: superseded"),
     ]
     final = rows[-1]
