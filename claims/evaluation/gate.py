@@ -70,12 +70,18 @@ class Replayed:
 
 
 def _gate_client():
+    from claims.client_scope import api_client_ensure
+    from claims.models import ClientScope
+
     user, created = get_user_model().objects.get_or_create(
         username=GATE_CLIENT, defaults={"is_staff": False}
     )
     if created:
         user.set_unusable_password()
         user.save(update_fields=["password"])
+    # Like the measurement client, it plays a contact-centre tool: it names the
+    # inventory's demo policy directly (each binding is in the audit trail).
+    api_client_ensure(user=user, scope=ClientScope.INTERNAL, description="Release evaluation gate")
     return user
 
 
@@ -142,11 +148,11 @@ class _Replayer:
     def ask(self, key: str, text: str, *, after: str | None = None):
         from claims.agent.turn import turn_run
         from claims.agent.types import TurnRequest
-        from claims.services import conversation_create
+        from claims.client_scope import conversation_start
 
         conversation = self.conversations.get(after) if after else None
         if conversation is None:
-            conversation = conversation_create(
+            conversation = conversation_start(
                 client=self.client, channel="web", policy_number=self.policy_number
             )
         self.conversations[key] = conversation

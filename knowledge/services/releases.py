@@ -162,6 +162,15 @@ def window_text(effective_from: date, effective_to: date | None) -> str:
     return f"[{effective_from.isoformat()}, {end})"
 
 
+# django-simple-history keeps a change reason in 100 characters; the whole
+# account is in the release's own reason fields, which the history shows too.
+HISTORY_REASON_MAX = 100
+
+
+def history_reason(text: str) -> str:
+    return text if len(text) <= HISTORY_REASON_MAX else text[: HISTORY_REASON_MAX - 1] + "…"
+
+
 def _window(version: WordingVersion) -> str:
     return window_text(version.effective_from, version.effective_to)
 
@@ -177,6 +186,12 @@ class WindowChange:
     effective_to_before: date | None
     effective_to_after: date | None
     why: str
+
+    @property
+    def short(self) -> str:
+        if self.effective_to_after is not None and self.effective_to_before is None:
+            return f"closes {self.version} at {self.effective_to_after.isoformat()}"
+        return f"gives {self.version} its window back"
 
     @property
     def summary(self) -> str:
@@ -406,7 +421,10 @@ def release_transition(
             code="invalid_state",
         )
 
+    # ``history`` is the full account, kept in the release's reason field;
+    # ``notes`` its short form for the history row (at most 100 characters).
     history = [f"{transition.history_label}: {reason}" if reason else transition.history_label]
+    notes = [history[0]]
     if action in (ReleaseAction.APPROVE, ReleaseAction.WITHDRAW):
         list(WordingDocument.objects.select_for_update().filter(line=release.line).order_by("pk"))
         plan = window_plan(release, action, lock=True)
@@ -423,6 +441,7 @@ def release_transition(
             if refusal:
                 release.gate_override_reason = override
                 history.append(f"Evaluation gate overridden ({refusal}): {override}")
+                notes.append(f"Gate overridden: {override}")
             release.superseded_version = plan.superseded
         if action == ReleaseAction.WITHDRAW:
             from knowledge.release_impact import routing_impact
@@ -441,9 +460,11 @@ def release_transition(
                     f"Confirmed: {len(impact.newly_unrouted)} policies in force are left with "
                     "no wording."
                 )
+                notes.append(f"Confirmed: {len(impact.newly_unrouted)} policies left unrouted")
         for change in plan.changes:
             _window_end_move(change, release=release, action=action, acting_user=acting_user)
             history.append(change.summary)
+            notes.append(change.short)
 
     release.status = transition.target
     fields = ["status"]
@@ -458,7 +479,7 @@ def release_transition(
         fields.append("request_reason")
     if action == ReleaseAction.APPROVE:
         fields += ["gate_override_reason", "superseded_version"]
-    release._change_reason = " ".join(history)
+    release._change_reason = history_reason("; ".join(notes))
     release.save(update_fields=fields)
     if action == ReleaseAction.REQUEST and evaluate:
         _evaluation_start(release)
@@ -471,15 +492,14 @@ def _window_end_move(
     version = change.version
     version.effective_to = change.effective_to_after
     if action == ReleaseAction.APPROVE:
-        version._change_reason = (
+        version._change_reason = history_reason(
             f"Window closed at {change.effective_to_after.isoformat()}: superseded by "
-            f"{release.version} (release approved by {acting_user})"
+            f"{release.version}, approved by {acting_user}"
         )
     else:
         end = change.effective_to_after.isoformat() if change.effective_to_after else "open-ended"
-        version._change_reason = (
-            f"Window given back (now ends {end}): the release of {release.version}, which "
-            f"had closed it at {change.effective_to_before}, was withdrawn by {acting_user}"
+        version._change_reason = history_reason(
+            f"Window given back (now ends {end}): {release.version} withdrawn by {acting_user}"
         )
     version.save(update_fields=["effective_to"])
 

@@ -180,3 +180,39 @@ def test_the_evaluation_page_shows_the_gate_and_a_chart_per_selector(
     assert "<figcaption>baseline</figcaption>" in page
     assert "<figcaption>hybrid</figcaption>" in page
     assert "cdn" not in page.lower()
+
+
+@pytest.mark.redis
+@pytest.mark.postgres
+@pytest.mark.s3
+@pytest.mark.django_db(transaction=True)
+def test_the_gate_runs_on_a_real_worker_through_redis(celery_worker, settings):
+    """Requesting a release sends the gate to the worker; approval waits for its verdict."""
+    import time
+
+    import northwind.settings as environment_settings
+    from northwind.celery import app
+
+    # the worker reads the environment's storage: the demo wording goes there too
+    settings.STORAGES = environment_settings.STORAGES
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    call_command("load_demo", stdout=StringIO())
+    assert app.conf.task_always_eager is False
+    version = candidate("2026.3", MOTOR)
+    release = release_request(version_id=version.pk, acting_user=staff("demo-editor"))
+    evaluation = release.evaluations.get()
+    with pytest.raises(ReleaseError, match="still running"):
+        release_approve(release_id=release.pk, acting_user=staff("demo-approver"))
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        evaluation.refresh_from_db()
+        if evaluation.status in {"passed", "failed", "error"}:
+            break
+        time.sleep(0.5)
+    assert evaluation.status == EvaluationStatus.PASSED, (evaluation.detail, evaluation.findings)
+    assert evaluation.serving_version.label == "2026.2"
+    release = release_approve(release_id=release.pk, acting_user=staff("demo-approver"))
+    assert release.status == Release.Status.APPROVED

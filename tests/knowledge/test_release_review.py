@@ -147,7 +147,10 @@ def test_a_withdrawal_that_leaves_policies_without_wording_needs_a_confirmation(
     release.refresh_from_db()
     assert release.status == Release.Status.WITHDRAWN
     reason = release.history.order_by("-history_id").first().history_change_reason
-    assert reason.startswith("Withdrawn: recalled by legal Confirmed: 2 policies in force")
+    assert reason == "Withdrawn: recalled by legal; Confirmed: 2 policies left unrouted"
+    assert release.withdraw_reason == (
+        "recalled by legal Confirmed: 2 policies in force are left with no wording."
+    )
 
 
 @pytest.mark.django_db
@@ -220,7 +223,8 @@ def test_every_release_change_is_a_confirmation_page_then_a_post(demo, client):
     assert release.status == Release.Status.APPROVED
     assert release.gate_override_reason == "urgent fix"
     history = release.history.order_by("-history_id").first().history_change_reason
-    assert "Evaluation gate overridden" in history and "urgent fix" in history
+    assert history.startswith("Approved: looks right; Gate overridden: urgent fix")
+    assert "Evaluation gate overridden" in release.decision_reason
     # the list of affected policies
     policies = client.get(
         reverse("admin:knowledge_release_impact_policies", args=[release.pk, "withdraw"])

@@ -213,11 +213,7 @@ def test_every_transition_is_in_the_history_with_who_and_why(users):
     assert [(r.status, r.history_change_reason) for r in rows] == [
         ("draft", "Draft"),
         ("pending_approval", "Requested: go"),
-        (
-            "approved",
-            "Approved: checked Evaluation gate overridden (The evaluation of this release is "
-            "still running.): gate not under test here",
-        ),
+        ("approved", "Approved: checked; Gate overridden: gate not under test here"),
         ("withdrawn", "Withdrawn: superseded"),
     ]
     final = rows[-1]
