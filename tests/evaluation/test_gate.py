@@ -61,14 +61,14 @@ def requested(version, django_capture_on_commit_callbacks) -> tuple[Release, Rel
 
 @pytest.mark.django_db
 def test_the_gate_blocks_a_candidate_whose_hire_car_benefit_loses_its_words(
-    demo, django_capture_on_commit_callbacks
+    demo, django_capture_on_commit_callbacks, client
 ):
     # given a customer asked about a rental car before (a recent real question)
     from claims.evaluation.client import EndpointClient
 
-    client = EndpointClient()
-    conversation = client.conversation_start("NW-MTR-204518")
-    client.message_send(conversation, "can I get a rental car while my car is at the panel beater")
+    customer = EndpointClient()
+    conversation = customer.conversation_start("NW-MTR-204518")
+    customer.message_send(conversation, "can I get a rental car while my car is at the panel shop")
     version = candidate("2026.3", without_hire_car(MOTOR))
     # when the release is requested, the gate runs (Celery, eager here)
     release, evaluation = requested(version, django_capture_on_commit_callbacks)
@@ -99,6 +99,12 @@ def test_the_gate_blocks_a_candidate_whose_hire_car_benefit_loses_its_words(
     assert refused.value.code == "gate"
     assert "The evaluation found regressions: " in str(refused.value)
     assert "no longer cite their expected clause" in str(refused.value)
+    # the approver sees it on the release page, replies side by side, changed words marked
+    client.force_login(staff("demo-approver"))
+    page = client.get(f"/admin/knowledge/release/{release.pk}/change/").content.decode()
+    assert "Failed: the candidate regresses" in page
+    assert "no longer cite their expected clause" in page
+    assert re.search(r"<del>[^<]*\b[Hh]ire\b", page), "the lost 'hire' words are struck through"
 
 
 @pytest.mark.django_db
