@@ -213,6 +213,15 @@ def test_the_clause_page_says_unavailable_when_storage_is_down(client, users, st
     assert "<strong>Unavailable</strong>: object storage unavailable" in page.content.decode()
 
 
+def list_action(client, action: str, pks: list[int]):
+    """Run an action of the wording version list on the selected versions."""
+    return client.post(
+        reverse("admin:knowledge_wordingversion_changelist"),
+        {"action": action, "_selected_action": [str(pk) for pk in pks]},
+        follow=True,
+    )
+
+
 def act(client, release, action: str, **data):
     """POST a release action's confirmation page, as its form does."""
     return client.post(
@@ -318,13 +327,13 @@ def test_ingest_again_retries_a_failed_version_and_refuses_an_ingested_one(
     settings.STORAGES = stored
     client.force_login(users["editor"])
     # when the editor ingests it again from the list
-    response = act(client, "wordingversion", "ingest_again", [version.pk])
+    response = list_action(client, "ingest_again", [version.pk])
     # then it is ingested (Celery is eager here) and the page says so
     version.refresh_from_db()
     assert version.status == "ingested"
     assert texts(response) == ["NW-MOTOR 2026.2 ingested."]
     # and an ingested version is refused with the reason
-    response = act(client, "wordingversion", "ingest_again", [version.pk])
+    response = list_action(client, "ingest_again", [version.pk])
     assert texts(response) == [
         "NW-MOTOR 2026.2 is ingested; only a failed, uploaded or stalled version is ingested again."
     ]
