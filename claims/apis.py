@@ -45,7 +45,39 @@ def clause_store():
     )()
 
 
-class PolicyNumberField(serializers.CharField):
+# What the API accepts as a policy number: the canonical NW-MTR-204518, in any
+# case and with surrounding spaces (it is upper-cased and trimmed), or blank.
+POLICY_NUMBER_INPUT_PATTERN = (
+    r"^\s*(?:[Nn][Ww]-(?:[Mm][Tt][Rr]|[Hh][Oo][Mm]|[Cc][Nn][Tt])-[0-9]+)?\s*$"
+)
+POLICY_NUMBER_REQUIRED_PATTERN = (
+    r"^\s*[Nn][Ww]-(?:[Mm][Tt][Rr]|[Hh][Oo][Mm]|[Cc][Nn][Tt])-[0-9]+\s*$"
+)
+
+
+@extend_schema_field(
+    {
+        "type": "string",
+        "maxLength": 32,
+        "pattern": POLICY_NUMBER_INPUT_PATTERN,
+        "example": "NW-MTR-204518",
+        "description": "NW-, then MTR (motor), HOM (home) or CNT (contents), a hyphen and digits.",
+    }
+)
+class RawLengthMixin:
+    """Count ``max_length`` on the text as sent, spaces included.
+
+    DRF trims first and counts after; the schema's maxLength counts what the
+    client sends, and a client is held to what the schema says.
+    """
+
+    def run_validation(self, data=serializers.empty):
+        if isinstance(data, str) and self.max_length is not None and len(data) > self.max_length:
+            self.fail("max_length", max_length=self.max_length)
+        return super().run_validation(data)
+
+
+class PolicyNumberField(RawLengthMixin, serializers.CharField):
     def __init__(self, **kwargs):
         kwargs.setdefault("required", False)
         kwargs.setdefault("allow_blank", True)
@@ -70,22 +102,22 @@ class TextField(serializers.CharField):
 
 
 class BirthDateField(serializers.DateField):
-    """The holder's date of birth, as 1985-03-17 or in the New Zealand order 17/03/1985."""
+    """The holder's date of birth, as 1985-03-17."""
 
     def __init__(self, **kwargs):
         super().__init__(
-            input_formats=["iso-8601", "%d/%m/%Y", "%d-%m-%Y", "%d.%m.%Y"],
+            input_formats=["iso-8601"],
             required=False,
             allow_null=True,
-            help_text="The policyholder's date of birth (YYYY-MM-DD or DD/MM/YYYY).",
+            help_text="The policyholder's date of birth, YYYY-MM-DD.",
             **kwargs,
         )
 
 
-class PostcodeField(serializers.RegexField):
+class PostcodeField(RawLengthMixin, serializers.RegexField):
     def __init__(self, **kwargs):
         super().__init__(
-            r"^\s*\d{4}\s*$",
+            r"^\s*[0-9]{4}\s*$",
             max_length=8,
             required=False,
             allow_blank=True,
@@ -99,6 +131,21 @@ class VerificationSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=["verified", "not_verified"])
     method = serializers.CharField(allow_blank=True)
     at = serializers.DateTimeField(allow_null=True)
+
+
+@extend_schema_field(
+    {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": MESSAGE_MAX_LENGTH,
+        # Not only spaces, no NUL: what the field refuses as blank or unstorable.
+        "pattern": r"^[^\x00]*\S[^\x00]*$",
+        "description": f"The customer's message: 1 to {MESSAGE_MAX_LENGTH} characters, "
+        "not only spaces.",
+    }
+)
+class MessageField(RawLengthMixin, TextField):
+    pass
 
 
 class ConversationOutputSerializer(serializers.Serializer):
@@ -167,9 +214,23 @@ class ConversationCreateApi(APIView):
         )
 
 
+@extend_schema_field(
+    {
+        "type": "string",
+        "maxLength": 32,
+        "pattern": POLICY_NUMBER_REQUIRED_PATTERN,
+        "example": "NW-MTR-204518",
+        "description": "NW-, then MTR (motor), HOM (home) or CNT (contents), a hyphen and digits.",
+    }
+)
+class RequiredPolicyNumberField(PolicyNumberField):
+    def __init__(self, **kwargs):
+        super().__init__(required=True, allow_blank=False, **kwargs)
+
+
 class ConversationVerificationCreateApi(APIView):
     class InputSerializer(serializers.Serializer):
-        policy_number = PolicyNumberField(required=True, allow_blank=False)
+        policy_number = RequiredPolicyNumberField()
         date_of_birth = BirthDateField()
         postcode = PostcodeField()
 
@@ -182,7 +243,7 @@ class ConversationVerificationCreateApi(APIView):
         summary="Bind a policy to the conversation (a customer client proves it)",
         description=(
             "A customer client sends the policy number with the holder's `date_of_birth` or "
-            "`postcode`. A mismatch and an unknown number get the same 400 "
+            "`postcode`. A mismatch and an unknown number get the same 403 "
             "(`verification_failed`); repeated failures for the client or the policy get 429 "
             "(`verification_locked`). An internal client binds any policy; either way the "
             "binding is in the audit trail."
@@ -292,7 +353,7 @@ def turn_payload(
 
 class ConversationMessageCreateApi(APIView):
     class InputSerializer(serializers.Serializer):
-        message = TextField(max_length=MESSAGE_MAX_LENGTH, trim_whitespace=True)
+        message = MessageField(max_length=MESSAGE_MAX_LENGTH, trim_whitespace=True)
         policy_number = PolicyNumberField()
 
         class Meta:

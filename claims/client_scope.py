@@ -36,8 +36,11 @@ NOT_VERIFIED = "We could not verify that policy with the details given."
 LOCKED = "Too many failed attempts to verify a policy; try again later."
 
 
-class VerificationFailed(ServiceError):
-    """The policy number and the second fact do not match a schedule (or no number does)."""
+class VerificationFailed(PermissionDenied):
+    """The policy number and the second fact do not match a schedule (or no number does).
+
+    A refusal, not bad input: the API answers 403, like any other refusal.
+    """
 
     code = "verification_failed"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -44,7 +45,7 @@ def cursor_encode(moment: datetime) -> str:
 
 
 def cursor_decode(cursor: str) -> datetime:
-    if not cursor.startswith("c") or not cursor[1:].isdigit() or len(cursor) > 20:
+    if not re.fullmatch(r"c[0-9]{1,17}", cursor):
         raise CursorError("Pass back a cursor this API returned, such as c1764550000000000.")
     return datetime.fromtimestamp(int(cursor[1:]) / 1_000_000, tz=UTC)
 

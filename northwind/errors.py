@@ -75,5 +75,5 @@ def error_body(exc: ServiceError | PermissionDenied) -> dict[str, str]:
     """The JSON body every interface uses for a service error."""
     if isinstance(exc, PermissionDenied):
         message = str(exc) or "You do not have permission to do this."
-        return {"detail": message, "code": "permission_denied"}
+        return {"detail": message, "code": getattr(exc, "code", "permission_denied")}
     return {"detail": exc.message, "code": exc.code}

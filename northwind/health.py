@@ -67,21 +67,23 @@ def broker_probe() -> Probe:
 
 @require_GET
 def healthz(request):
+    """``ok`` or ``unavailable``, and up/down per service; details for staff only.
+
+    Anyone may ask (a load balancer does). The backend, the error text and
+    the timings name internal hosts and ports, so only a signed-in staff user
+    sees them.
+    """
     probes = [database_probe(), storage_probe(), broker_probe()]
     down = [p.name for p in probes if not p.ok]
-    body = {
-        "status": "ok" if not down else "unavailable",
-        "down": down,
-        "services": {
-            p.name: {
-                "state": "up" if p.ok else "down",
-                "backend": p.backend,
-                "detail": p.detail,
-                "ms": p.ms,
-            }
-            for p in probes
-        },
-    }
+    staff = bool(
+        getattr(request, "user", None) and request.user.is_active and request.user.is_staff
+    )
+    services: dict[str, dict] = {}
+    for p in probes:
+        services[p.name] = {"state": "up" if p.ok else "down"}
+        if staff:
+            services[p.name].update(backend=p.backend, detail=p.detail, ms=p.ms)
+    body = {"status": "ok" if not down else "unavailable", "down": down, "services": services}
     return JsonResponse(body, status=503 if down else 200)
 
 

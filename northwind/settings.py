@@ -8,6 +8,7 @@ README.md lists them with their defaults.
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -63,6 +64,12 @@ def _secret_key() -> str:
     from_env = os.environ.get("SECRET_KEY", "").strip()
     if from_env:
         return from_env
+    if env_bool("SECRET_KEY_REQUIRED", False):
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set. This deployment (SECRET_KEY_REQUIRED=true, as in "
+            "docker-compose.yml) has no default key: set SECRET_KEY to a long random value, "
+            "e.g. SECRET_KEY=$(openssl rand -base64 48)."
+        )
     key_file = VAR_DIR / "secret_key"
     if not key_file.exists():
         key_file.write_text(secrets.token_urlsafe(50))
@@ -87,6 +94,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "simple_history",
+    "axes",
     "northwind",
     "knowledge",
     "schedules",
@@ -96,6 +104,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "northwind.middleware.api_no_store",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -104,6 +114,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into its answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "northwind.urls"
@@ -257,6 +269,18 @@ else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 # --- Auth, i18n -----------------------------------------------------------
+# Login throttling (django-axes): after LOGIN_FAILURE_LIMIT wrong passwords
+# from one address, logins from it are refused for LOGIN_COOLOFF_MINUTES.
+AUTHENTICATION_BACKENDS = [
+    "northwind.auth.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("LOGIN_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = ["ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "admin/login_locked.html"
+AXES_VERBOSE = False
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -305,6 +329,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Every operation lists its 4xx answers and their bodies (northwind/openapi.py).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "northwind.openapi.error_answers_add",
+    ],
 }
 
 # History pages show changes; they never revert (northwind/admin_history.py).
@@ -347,6 +376,33 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+
+if DEBUG and HTTPS:
+    raise ImproperlyConfigured(
+        "DEBUG=true with HTTPS=true: a deployment reachable over HTTPS must not show debug "
+        "pages. Set DEBUG=false (DEBUG=true is for a developer's machine only)."
+    )
+# Debug pages and error reports hide every setting and request variable that
+# may hold a secret, connection URLs with passwords included (northwind/debug.py).
+DEFAULT_EXCEPTION_REPORTER_FILTER = "northwind.debug.SecretHidingFilter"
+
+# Content-Security-Policy (django-csp): scripts only from our own static files
+# (Swagger UI's init script is a separate file: SpectacularSwaggerSplitView);
+# inline styles are allowed for the admin's style attributes and inline SVG.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
 
 LOGGING = {
     "version": 1,

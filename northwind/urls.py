@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from claims.evaluation.views import evaluation_overview, evaluation_report_latest
 from northwind.health import favicon, healthz
@@ -31,7 +31,9 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include((api_v1, "api"), namespace="v1")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    # The split view serves Swagger UI's init script as a file, not inline: the
+    # Content-Security-Policy allows scripts from 'self' only.
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
 ]
 
 handler404 = "northwind.api_errors.page_not_found"
