@@ -9,7 +9,7 @@ PORT   ?= 8000
 STAMP  := $(VENV)/.installed-stamp
 export PORT
 
-.PHONY: install demo serve test test-browser lint format schema clean
+.PHONY: install demo serve test test-browser lint typecheck format schema clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed; set PYTHON=python3.11 (found " + sys.version.split()[0] + ")")'
@@ -39,6 +39,9 @@ test-browser: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
 
 format: $(STAMP)
 	$(BIN)/ruff format .

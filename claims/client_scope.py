@@ -19,12 +19,14 @@ import hashlib
 import time
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
+from simple_history.utils import update_change_reason
 
 from claims.models import ApiClient, ClientScope, Conversation, PolicyAccess, VerificationMethod
 from claims.services import conversation_line_confirm
@@ -70,15 +72,13 @@ def _limits() -> tuple[Limit, Limit]:
     return Limit(*per_client), Limit(*per_policy)
 
 
-def client_scope(user: AbstractBaseUser) -> ClientScope:
+def client_scope(user: User) -> ClientScope:
     """The scope of an API client; a client without a row is a customer client."""
     scope = ApiClient.objects.filter(user_id=user.pk).values_list("scope", flat=True).first()
     return ClientScope(scope) if scope else ClientScope.CUSTOMER
 
 
-def api_client_ensure(
-    *, user: AbstractBaseUser, scope: ClientScope, description: str = ""
-) -> ApiClient:
+def api_client_ensure(*, user: User, scope: ClientScope, description: str = "") -> ApiClient:
     """Give ``user`` the API client scope ``scope`` (idempotent)."""
     client, created = ApiClient.objects.get_or_create(
         user=user, defaults={"scope": scope, "description": description}
@@ -86,14 +86,14 @@ def api_client_ensure(
     if not created and (client.scope != scope or client.description != description):
         client.scope = scope
         client.description = description
-        client._change_reason = f"Scope set to {scope}"
         client.save(update_fields=["scope", "description"])
+        update_change_reason(client, f"Scope set to {scope}")
     return client
 
 
 def _audit(
     *,
-    client: AbstractBaseUser,
+    client: User,
     scope: str,
     event: str,
     policy_number: str,
@@ -185,7 +185,7 @@ def _bind(
 def _policy_prove(
     *,
     scope: str,
-    acting_client: AbstractBaseUser,
+    acting_client: User,
     number: str,
     birth_date: date | None,
     postcode: str,
@@ -201,7 +201,7 @@ def _policy_prove(
         raise VerificationRequired(
             "Send the policy number with the holder's date of birth or postcode to verify it."
         )
-    audit = {
+    audit: dict[str, Any] = {
         "client": acting_client,
         "scope": scope,
         "policy_number": number,
@@ -221,7 +221,7 @@ def _policy_prove(
 def _bind_audited(
     conversation: Conversation,
     *,
-    acting_client: AbstractBaseUser,
+    acting_client: User,
     number: str,
     method: VerificationMethod,
 ) -> Conversation:
@@ -241,7 +241,7 @@ def _bind_audited(
 def conversation_policy_verify(
     *,
     conversation: Conversation,
-    acting_client: AbstractBaseUser,
+    acting_client: User,
     policy_number: str,
     birth_date: date | None = None,
     postcode: str = "",
@@ -267,7 +267,7 @@ def conversation_policy_verify(
 
 def conversation_start(
     *,
-    client: AbstractBaseUser,
+    client: User,
     channel: str = "web",
     policy_number: str = "",
     birth_date: date | None = None,
@@ -297,7 +297,7 @@ def conversation_start(
 
 
 def turn_policy_allowed(
-    *, conversation: Conversation, acting_client: AbstractBaseUser, policy_number: str | None
+    *, conversation: Conversation, acting_client: User, policy_number: str | None
 ) -> None:
     """Refuse a customer turn that names a policy this conversation has not verified."""
     if conversation.client_scope != ClientScope.CUSTOMER or not policy_number:
@@ -321,7 +321,7 @@ def turn_policy_allowed(
 def turn_schedule_read_record(
     *,
     conversation: Conversation,
-    acting_client: AbstractBaseUser,
+    acting_client: User,
     policy_number: str,
     trace_id: str,
 ) -> None:

@@ -147,7 +147,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": VAR_DIR / "northwind.sqlite3",
+            "NAME": str(VAR_DIR / "northwind.sqlite3"),
             # Wait for a writer instead of failing at once when the demo
             # server and a management command write at the same time.
             "OPTIONS": {"timeout": 20},

@@ -23,15 +23,22 @@ _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 class ReleaseWindowLike(Protocol):
-    """An approved release as the router sees it."""
+    """An approved release as the router sees it (read-only: frozen dataclasses fit)."""
 
-    version_id: int
-    document_id: str
-    label: str
-    line: str
-    effective_from: date
-    effective_to: date | None
-    channels: tuple[str, ...]
+    @property
+    def version_id(self) -> int: ...
+    @property
+    def document_id(self) -> str: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def line(self) -> str: ...
+    @property
+    def effective_from(self) -> date: ...
+    @property
+    def effective_to(self) -> date | None: ...
+    @property
+    def channels(self) -> tuple[str, ...]: ...
 
 
 @dataclass(frozen=True)

@@ -117,7 +117,8 @@ class OpenAICompatibleModel:
         )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                return json.loads(response.read())
+                answer: dict[str, Any] = json.loads(response.read())
+                return answer
         except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
             raise ClauseModelError(f"the model server did not answer ({exc})") from exc
 

@@ -101,9 +101,9 @@ class Facts:
     question_date: date
     history: tuple[PriorTurn, ...] = ()
 
-    def public(self) -> dict:
+    def public(self) -> dict[str, Any]:
         """The confirmed facts as the API returns them."""
-        data: dict = {"question_date": self.question_date.isoformat()}
+        data: dict[str, Any] = {"question_date": self.question_date.isoformat()}
         if self.policy_number:
             data["policy_number"] = self.policy_number
         if self.line:
