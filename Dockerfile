@@ -13,4 +13,5 @@ RUN pip install --no-cache-dir . && python manage.py collectstatic --noinput --v
 RUN useradd --system --home /app northwind && mkdir -p /app/var && chown -R northwind /app/var
 USER northwind
 EXPOSE 8000
-CMD ["gunicorn", "northwind.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "30"]
+# Threaded workers, so that streamed turns (SSE) do not block a worker: northwind/gunicorn_conf.py.
+CMD ["gunicorn", "northwind.wsgi:application", "--config", "python:northwind.gunicorn_conf"]

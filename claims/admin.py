@@ -29,11 +29,14 @@ from claims.gaps import (
 from claims.models import (
     AnswerDeadline,
     ApiClient,
+    ClaimRecord,
+    ContactUpdateRequest,
     ContentGap,
     Conversation,
     PendingQuestion,
     PolicyAccess,
     ReplyRating,
+    ToolCall,
     Turn,
 )
 from claims.selectors import (
@@ -65,8 +68,31 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+class ToolCallInline(admin.TabularInline):
+    """The turn's tool calls as audited: who asked, risk, status, masked arguments, time."""
+
+    model = ToolCall
+    fields = [
+        "call_id",
+        "name",
+        "risk",
+        "status",
+        "requested_by",
+        "arguments_summary",
+        "detail",
+        "duration_ms",
+    ]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(Turn)
 class TurnAdmin(ReadOnlyAdmin):
+    inlines = [ToolCallInline]
     list_display = [
         "created_at",
         "trace_id",
@@ -822,3 +848,40 @@ class ContentGapAdmin(ReadOnlyHistoryAdmin):
         return self._gap_form(
             request, pk, GapRejectForm, lambda gap: {}, "Reject", act, "Reject the gap"
         )
+
+
+@admin.register(ToolCall)
+class ToolCallAdmin(ReadOnlyAdmin):
+    list_display = [
+        "created_at",
+        "name",
+        "risk",
+        "status",
+        "trace_id",
+        "conversation",
+        "duration_ms",
+    ]
+    list_filter = ["name", "risk", "status", "created_at"]
+    search_fields = ["trace_id", "call_id", "name"]
+    readonly_fields = [f.name for f in ToolCall._meta.fields]
+
+
+@admin.register(ClaimRecord)
+class ClaimRecordAdmin(ReadOnlyAdmin):
+    """The demo claims system's claims (read by the agent's claim.status tool)."""
+
+    list_display = ["claim_number", "policy_number", "status", "lodged_on", "last_updated_on"]
+    list_filter = ["status"]
+    search_fields = ["claim_number", "policy_number"]
+    readonly_fields = [f.name for f in ClaimRecord._meta.fields]
+
+
+@admin.register(ContactUpdateRequest)
+class ContactUpdateRequestAdmin(ReadOnlyAdmin):
+    """Change requests the customer confirmed with the one-time code, for staff to make."""
+
+    list_display = ["pk", "policy_number", "field", "status", "created_at", "confirmed_at"]
+    list_filter = ["status", "field"]
+    search_fields = ["policy_number"]
+    readonly_fields = [f.name for f in ContactUpdateRequest._meta.fields if f.name != "token_hash"]
+    exclude = ["token_hash"]

@@ -5,11 +5,13 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
+from django.http import StreamingHttpResponse
 from django.utils import timezone
 from django.utils.module_loading import import_string
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from claims.agent.turn import turn_run
@@ -22,6 +24,7 @@ from claims.client_scope import (
 )
 from claims.models import Conversation, Turn
 from claims.selectors import access_conversation
+from claims.streaming import EVENT_STREAM, EventStreamRenderer, turn_stream, wants_stream
 from schedules.validators import policy_number_is_valid, policy_number_normalize
 
 MESSAGE_MAX_LENGTH = 2000
@@ -292,6 +295,12 @@ class PendingQuestionRefSerializer(serializers.Serializer):
     status = serializers.CharField()
 
 
+class ToolCallSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    risk = serializers.ChoiceField(choices=["L0", "L1", "L2", "L3", "L4"])
+    status = serializers.CharField()
+
+
 class TurnOutputSerializer(serializers.Serializer):
     turn_id = serializers.IntegerField()
     trace_id = serializers.CharField()
@@ -304,10 +313,14 @@ class TurnOutputSerializer(serializers.Serializer):
     facts = serializers.DictField()
     pending_question = PendingQuestionRefSerializer(allow_null=True)
     limitations = serializers.ListField(child=serializers.CharField())
+    tool_calls = ToolCallSerializer(many=True)
 
 
 def turn_payload(
-    turn: Turn, titles: dict[str, str], cards: dict[str, tuple[str, list[str]]] | None = None
+    turn: Turn,
+    titles: dict[str, str],
+    cards: dict[str, tuple[str, list[str]]] | None = None,
+    tool_results=(),
 ) -> dict:
     """The message response; ``cards`` maps a returned card id to (title, sources)."""
     pending = turn.pending_question
@@ -315,7 +328,7 @@ def turn_payload(
     return {
         "turn_id": turn.pk,
         "trace_id": turn.trace_id,
-        "reply": turn.reply,
+        "reply": getattr(turn, "reply_sent", turn.reply),
         "guidance_status": turn.guidance_status,
         "citations": [
             {
@@ -348,10 +361,27 @@ def turn_payload(
             else None
         ),
         "limitations": turn.limitations,
+        "tool_calls": [
+            {"name": r.name, "risk": r.risk.value, "status": r.status} for r in tool_results
+        ],
     }
 
 
+def turn_body(result) -> dict:
+    """The JSON body of a turn (the non-streamed response, and the stream's ``done``)."""
+    titles = {c.clause_id: c.title for c in result.outcome.returned}
+    found = result.outcome.cards
+    cards = {
+        c.card_id: (c.question, list(c.source_clause_ids))
+        for c in (found.returned if found else ())
+    }
+    return turn_payload(result.turn, titles, cards, result.outcome.tool_results)
+
+
 class ConversationMessageCreateApi(APIView):
+    # JSON as usual; with ``Accept: text/event-stream`` the turn is streamed (claims/streaming.py).
+    renderer_classes = [*api_settings.DEFAULT_RENDERER_CLASSES, EventStreamRenderer]
+
     class InputSerializer(serializers.Serializer):
         message = MessageField(max_length=MESSAGE_MAX_LENGTH, trim_whitespace=True)
         policy_number = PolicyNumberField()
@@ -382,28 +412,41 @@ class ConversationMessageCreateApi(APIView):
             conversation_policy_number=conversation.policy_number,
             conversation_line=conversation.line,
         )
-        from claims.agent.registry import writer
+        from claims.agent.registry import planner, writer
 
         chooser = claim_agent_model()
-        result = turn_run(
-            turn_request,
-            chooser=chooser,
-            writer=writer(chooser_in_use=chooser),
-            store=clause_store(),
-        )
-        turn_schedule_read_record(
-            conversation=conversation,
-            acting_client=request.user,
-            policy_number=result.turn.policy_number,
-            trace_id=result.turn.trace_id,
-        )
-        titles = {c.clause_id: c.title for c in result.outcome.returned}
-        found = result.outcome.cards
-        cards = {
-            c.card_id: (c.question, list(c.source_clause_ids))
-            for c in (found.returned if found else ())
-        }
-        return Response(turn_payload(result.turn, titles, cards), status=status.HTTP_201_CREATED)
+
+        def run(on_step=None):
+            result = turn_run(
+                turn_request,
+                chooser=chooser,
+                writer=writer(chooser_in_use=chooser),
+                store=clause_store(),
+                planner=planner(chooser),
+                on_step=on_step,
+            )
+            turn_schedule_read_record(
+                conversation=conversation,
+                acting_client=request.user,
+                policy_number=result.turn.policy_number,
+                trace_id=result.turn.trace_id,
+            )
+            return result
+
+        if wants_stream(request):
+            response = StreamingHttpResponse(
+                turn_stream(
+                    run,
+                    trace_id=turn_request.trace_id,
+                    conversation_id=conversation.pk,
+                    body_of=turn_body,
+                ),
+                content_type=EVENT_STREAM,
+            )
+            response["Cache-Control"] = "no-cache"
+            response["X-Accel-Buffering"] = "no"  # nginx: pass events on as they come
+            return response
+        return Response(turn_body(run()), status=status.HTTP_201_CREATED)
 
 
 def _validated(serializer_class, request) -> dict:

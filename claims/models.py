@@ -4,7 +4,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 from simple_history.models import HistoricalRecords
 
 from claims.agent import types as agent_types
@@ -17,6 +17,8 @@ REASON_LABELS = {
     agent_types.PendingReason.OUT_OF_SCOPE: "Out of scope (wording not routable)",
     agent_types.PendingReason.COMPLAINT: "Complaint",
     agent_types.PendingReason.WANTS_PERSON: "Asks for a person",
+    agent_types.PendingReason.CLAIM_NOT_FOUND: "No claim found in the claims system",
+    agent_types.PendingReason.STAFF_ACTION: "Staff action requested",
 }
 
 
@@ -171,6 +173,9 @@ class Turn(models.Model):
     schedule_summary = models.JSONField(null=True, blank=True)
     timings_ms = models.JSONField(default=dict)
     model_name = models.CharField(max_length=64)
+    model_fallback = models.TextField(
+        blank=True, help_text="Why the configured model was replaced by the offline selector."
+    )
     draft_writer = models.CharField(max_length=64, blank=True)
     pending_question = models.OneToOneField(
         "PendingQuestion",
@@ -306,6 +311,8 @@ DEFAULT_DEADLINE_HOURS: dict[str, int] = {
     "no_approved_version": 48,
     "out_of_scope": 48,
     "no_clause": 72,
+    "claim_not_found": 24,
+    "staff_action": 24,
 }
 
 
@@ -460,3 +467,138 @@ class ContentGapQuestion(models.Model):
 
     def __str__(self) -> str:
         return f"Turn {self.turn_id} in gap {self.gap_id}"
+
+
+class ClaimRecord(models.Model):
+    """A claim as the claims system holds it (the demo's database source).
+
+    The agent reads it through ``claims.claims_system`` and never writes it:
+    a deployment points ``CLAIMS_SOURCE`` at its own claims system instead.
+    """
+
+    class Status(models.TextChoices):
+        LODGED = "lodged", "Lodged"
+        ASSESSING = "assessing", "Being assessed"
+        AWAITING_DOCUMENTS = "awaiting_documents", "Awaiting documents"
+        APPROVED = "approved", "Approved"
+        DECLINED = "declined", "Declined"
+        SETTLED = "settled", "Settled"
+
+    claim_number = models.CharField(max_length=20, unique=True)
+    policy_number = models.CharField(max_length=32, db_index=True)
+    status = models.CharField(max_length=24, choices=Status.choices)
+    lodged_on = models.DateField()
+    last_updated_on = models.DateField()
+    description = models.CharField(max_length=200, help_text="What the claim is for.")
+    awaiting = models.CharField(
+        max_length=200, blank=True, help_text="The documents the claims team is waiting for."
+    )
+
+    class Meta:
+        ordering = ["policy_number", "-lodged_on"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(
+                    status__in=[
+                        "lodged",
+                        "assessing",
+                        "awaiting_documents",
+                        "approved",
+                        "declined",
+                        "settled",
+                    ]
+                ),
+                name="claim_record_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(last_updated_on__gte=F("lodged_on")),
+                name="claim_record_updated_after_lodged",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.claim_number} ({self.policy_number}, {self.status})"
+
+
+class ToolCall(models.Model):
+    """The audit entry of one tool call of a turn (seed 004 §6): written with its record."""
+
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="tool_calls")
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="tool_calls"
+    )
+    trace_id = models.CharField(max_length=64, db_index=True)
+    call_id = models.CharField(max_length=64)
+    name = models.CharField(max_length=64, db_index=True)
+    risk = models.CharField(max_length=2, choices=[(r.value, r.value) for r in agent_types.Risk])
+    status = models.CharField(max_length=24, db_index=True)
+    requested_by = models.CharField(max_length=64)
+    arguments_summary = models.TextField(help_text="The arguments, personal data masked.")
+    detail = models.TextField(blank=True)
+    duration_ms = models.FloatField()
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(risk__in=[r.value for r in agent_types.Risk]),
+                name="tool_call_risk_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.risk}, {self.status})"
+
+
+class ContactUpdateRequest(models.Model):
+    """A customer's request to change contact details (an L3 action).
+
+    Drafted by the agent; recorded for staff only when the customer sends
+    the one-time confirmation code back in the same conversation before it
+    expires. Only a hash of the code is stored.
+    """
+
+    class Status(models.TextChoices):
+        AWAITING_CONFIRMATION = "awaiting_confirmation", "Awaiting confirmation"
+        CONFIRMED = "confirmed", "Confirmed (recorded for staff)"
+
+    class Field(models.TextChoices):
+        EMAIL = "email", "Email"
+        PHONE = "phone", "Phone"
+        POSTAL_ADDRESS = "postal_address", "Postal address"
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="contact_update_requests"
+    )
+    policy_number = models.CharField(max_length=32)
+    field = models.CharField(max_length=24, choices=Field.choices)
+    new_value = models.CharField(
+        max_length=200, help_text="What the customer asked to change it to."
+    )
+    token_hash = models.CharField(max_length=64)
+    status = models.CharField(
+        max_length=24, choices=Status.choices, default=Status.AWAITING_CONFIRMATION
+    )
+    expires_at = models.DateTimeField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    confirmed_at = models.DateTimeField(null=True, blank=True)
+    pending_question = models.OneToOneField(
+        PendingQuestion, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["awaiting_confirmation", "confirmed"]),
+                name="contact_update_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(field__in=["email", "phone", "postal_address"]),
+                name="contact_update_field_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Contact update {self.pk} ({self.field}, {self.status})"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from django.conf import settings
@@ -18,6 +19,9 @@ from northwind.errors import PermissionDenied, ServiceError
 
 if TYPE_CHECKING:
     from claims.agent.types import TurnOutcome
+
+
+logger = logging.getLogger(__name__)
 
 
 class PendingQuestionError(ServiceError):
@@ -305,9 +309,9 @@ def turn_record_save(*, outcome: TurnOutcome) -> Turn:
         updates = {"policy_number": facts.policy_number, "line": facts.line}
     if digests is not None:
         updates["name_digests"] = digests
+    reply_sent = outcome.checked.text
     with transaction.atomic():
         pending = None
-        reply = outcome.checked.text
         if reason is not None:
             pending = pending_question_open(
                 conversation_id=request.conversation_id,
@@ -322,14 +326,19 @@ def turn_record_save(*, outcome: TurnOutcome) -> Turn:
                     "returned_ids": [c.clause_id for c in outcome.returned],
                     "fetch_detail": outcome.fetch_detail,
                     "trace_id": request.trace_id,
+                    **(
+                        {"tool_calls": [_tool_brief(r) for r in outcome.tool_results]}
+                        if outcome.tool_results
+                        else {}
+                    ),
                 },
             )
-            reply = reply.replace(PENDING_REFERENCE, pending.reference)
+            reply_sent = reply_sent.replace(PENDING_REFERENCE, pending.reference)
         turn = Turn.objects.create(
             conversation_id=request.conversation_id,
             trace_id=request.trace_id,
             message=masked_message,
-            reply=reply,
+            reply=_codes_masked(reply_sent, outcome.tool_results),
             guidance_status=outcome.draft.status.value,
             line=facts.line or "",
             policy_number=facts.policy_number or "",
@@ -357,9 +366,11 @@ def turn_record_save(*, outcome: TurnOutcome) -> Turn:
             schedule_summary=facts.schedule.masked_summary() if facts.schedule else None,
             timings_ms=outcome.timings_ms,
             model_name=outcome.model_name,
+            model_fallback=outcome.model_fallback,
             draft_writer=outcome.draft.writer,
             pending_question=pending,
         )
+        _tool_calls_save(turn, outcome, pending)
         if updates:
             Conversation.objects.filter(pk=request.conversation_id).update(
                 **updates, updated_at=timezone.now()
@@ -371,4 +382,70 @@ def turn_record_save(*, outcome: TurnOutcome) -> Turn:
                 conflict_losers=[loser for _, loser in cards.conflicts],
                 at=turn.created_at,
             )
+    turn.reply_sent = reply_sent  # what the customer reads, the one-time code included
     return turn
+
+
+def _tool_brief(result) -> dict:
+    return {"name": result.name, "risk": result.risk.value, "status": result.status}
+
+
+def _codes_masked(text: str, results) -> str:
+    """The reply as stored: a confirmation code is shown once and kept only as a hash."""
+    for result in results:
+        code = result.output.get("confirmation_code") if result.output else None
+        if code:
+            text = text.replace(code, "[code]")
+    return text
+
+
+def _tool_calls_save(turn: Turn, outcome: TurnOutcome, pending: PendingQuestion | None) -> None:
+    """The audit rows of the turn's tool calls, and what an L3 call records."""
+    from claims.agent.tool_set import confirmation_expiry, confirmation_hash
+    from claims.models import ContactUpdateRequest, ToolCall
+
+    request = outcome.request
+    rows = []
+    for result in outcome.tool_results:
+        rows.append(
+            ToolCall(
+                turn=turn,
+                conversation_id=request.conversation_id,
+                trace_id=request.trace_id,
+                call_id=result.call_id,
+                name=result.name,
+                risk=result.risk.value,
+                status=result.status,
+                requested_by=result.requested_by[:64],
+                arguments_summary=result.arguments_summary,
+                detail=result.detail[:1000],
+                duration_ms=result.duration_ms,
+            )
+        )
+        if result.name != "contact.update_request":
+            continue
+        if result.status == "needs_confirmation":
+            ContactUpdateRequest.objects.create(
+                conversation_id=request.conversation_id,
+                policy_number=outcome.facts.policy_number or "",
+                field=result.output["field"],
+                new_value=result.output["new_value"],
+                token_hash=confirmation_hash(
+                    request.conversation_id, result.output["confirmation_code"]
+                ),
+                expires_at=confirmation_expiry(request.received_at),
+            )
+        elif result.status == "ok":
+            # One use only: the row moves out of "awaiting" under its lock.
+            changed = ContactUpdateRequest.objects.filter(
+                pk=result.output["request_id"],
+                status=ContactUpdateRequest.Status.AWAITING_CONFIRMATION,
+            ).update(
+                status=ContactUpdateRequest.Status.CONFIRMED,
+                confirmed_at=timezone.now(),
+                pending_question=pending,
+            )
+            if changed != 1:  # a second message with the same code, at the same moment
+                logger.warning("contact update %s was confirmed twice", result.output)
+    if rows:
+        ToolCall.objects.bulk_create(rows)

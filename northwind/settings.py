@@ -349,6 +349,14 @@ CLAIM_AGENT_LLM_BASE_URL = os.environ.get("CLAIM_AGENT_LLM_BASE_URL", "")
 CLAIM_AGENT_LLM_API_KEY = os.environ.get("CLAIM_AGENT_LLM_API_KEY", "")
 CLAIM_AGENT_LLM_MODEL = os.environ.get("CLAIM_AGENT_LLM_MODEL", "gpt-4o-mini")
 CLAIM_AGENT_LLM_TIMEOUT = float(os.environ.get("CLAIM_AGENT_LLM_TIMEOUT", "10"))
+CLAIM_AGENT_LLM_RETRIES = int(os.environ.get("CLAIM_AGENT_LLM_RETRIES", "2"))
+# The offline selector that chooses when the model is down or answers nonsense.
+CLAIM_AGENT_FALLBACK = os.environ.get("CLAIM_AGENT_FALLBACK", "hybrid")
+# Where claim status comes from (claims/claims_system.py): the demo table, or an adapter.
+CLAIMS_SOURCE = os.environ.get("CLAIMS_SOURCE", "claims.claims_system.DatabaseClaimsSource")
+CLAIMS_SOURCE_URL = os.environ.get("CLAIMS_SOURCE_URL", "")
+# Streamed turns (Accept: text/event-stream): a comment line this often keeps proxies open.
+SSE_HEARTBEAT_SECONDS = float(os.environ.get("SSE_HEARTBEAT_SECONDS", "10"))
 
 # --- Webhooks --------------------------------------------------------------
 # A failed delivery is tried again after base, 2 x base, 4 x base ... seconds

@@ -22,6 +22,7 @@ from claims.agent.types import (
     Facts,
     GuidanceStatus,
     PendingReason,
+    ToolResult,
     WordingChoice,
 )
 from knowledge.clause_parts import clause_parts
@@ -388,6 +389,14 @@ def reply_compose(inputs: ComposeInputs) -> Draft:
     facts, wording = inputs.facts, inputs.wording
     status, reason = inputs.assessment.status, inputs.assessment.pending_reason
     pending_reference = inputs.pending_reference
+    from claims.agent.tool_replies import tool_answered, tool_lines
+
+    if status not in (GuidanceStatus.COMPLAINT, GuidanceStatus.WANTS_PERSON) and tool_answered(
+        inputs.tool_results
+    ):
+        return _tool_reply(
+            inputs, tool_lines(inputs.tool_results, policy_number=facts.policy_number)
+        )
     limitations: list[str] = []
     lines: list[str] = []
     cited: list[str] = []
@@ -514,6 +523,28 @@ def _answer_from_cards(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
     return lines, cited
 
 
+def _tool_reply(inputs: ComposeInputs, lines: list[str]) -> Draft:
+    """The reply of a turn a tool answered: the tool's sentences, the queue sentence."""
+    reason = inputs.assessment.pending_reason
+    limitations: list[str] = []
+    if inputs.assessment.status is GuidanceStatus.KNOWLEDGE_UNAVAILABLE:
+        limitations.append("The claims system is unavailable; no claim could be read.")
+    if reason is PendingReason.NEEDS_DECISION:
+        lines.append(
+            "I can't decide whether a claim is accepted or paid; that is decided by our claims "
+            "staff once a claim is made."
+        )
+    if inputs.pending_reference:
+        lines.append(queue_sentence(inputs.pending_reference))
+    return Draft(
+        text="\n".join(line for line in lines if line),
+        cited_ids=(),
+        status=inputs.assessment.status,
+        pending_reason=reason,
+        limitations=tuple(limitations),
+    )
+
+
 def turn_assess(
     *,
     facts: Facts,
@@ -523,18 +554,34 @@ def turn_assess(
     asks_for_decision: bool,
     intent: CustomerIntent | None = None,
     cards_returned: bool = False,
+    tool_results: tuple[ToolResult, ...] = (),
 ) -> Assessment:
     """The turn's guidance status and, if staff must take over, why.
 
     A staff answer card returned this turn answers the question even when
     no clause does (seed 001); a request for a decision still goes to staff.
+    A tool that answered (a claim's status, a change request, an L4 request)
+    answers whatever the wording says.
     """
+    from claims.agent.tool_replies import queue_requested, tool_answered
+
     if intent is not None:
         # A complaint or a request for a person goes to a person, whatever
         # the schedule or the wording says.
         return Assessment(
             status=GuidanceStatus(intent.value), pending_reason=PendingReason(intent.value)
         )
+    if tool_answered(tool_results):
+        # A tool of this turn answered (a claim's status, a change request, an
+        # L4 request never executed): its result is the reply, whatever the wording.
+        if any(r.name == "claim.status" and r.status in ("error", "timeout") for r in tool_results):
+            reason = PendingReason.KNOWLEDGE_UNAVAILABLE
+            return Assessment(GuidanceStatus.KNOWLEDGE_UNAVAILABLE, reason)
+        requested = queue_requested(tool_results)
+        reason = PendingReason(requested) if requested else None
+        if reason is None and asks_for_decision:
+            reason = PendingReason.NEEDS_DECISION
+        return Assessment(GuidanceStatus.ANSWERED, reason)
     status, reason = _assess(facts, wording, fetch, has_content, asks_for_decision)
     if cards_returned and status is GuidanceStatus.NO_CLAUSE_SELECTED and has_content:
         if asks_for_decision:
@@ -597,9 +644,13 @@ def model_draft(inputs: ComposeInputs, text: str | None, *, writer: str) -> Draf
     names (the guard keeps only what was returned) and ends with the queue
     sentence when the turn opens a pending question.
     """
+    from claims.agent.tool_replies import tool_answered
+
     grounded = reply_compose(inputs)
     if inputs.assessment.status is not GuidanceStatus.ANSWERED or not (text or "").strip():
         return grounded
+    if tool_answered(inputs.tool_results):
+        return grounded  # what a tool returned is stated by code, word for word
     from claims.agent.guard import card_ids_in, clause_ids_in
 
     named = tuple(clause_ids_in(text))

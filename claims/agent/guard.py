@@ -3,9 +3,14 @@
 1. Citations only of clauses the runtime returned in this turn.
 2. No decision: nothing that pays, covers or approves a claim.
 3. No status or action nobody recorded ("currently reviewing", "I have
-   escalated this", "will contact you"), unless this turn created the record
-   that backs it (the pending question); and never a time promise.
+   escalated this", "will contact you", "is being reviewed by a specialist"),
+   unless this turn created the record that backs it (the pending question)
+   or a tool result of this turn states it (a claim's status and dates from
+   the claims system); never a time promise; never "ask your insurer" (the
+   customer is talking to the insurer).
 4. A turn whose clauses do not answer the question cites nothing.
+5. Nothing of another policy: a policy number other than the conversation's,
+   or a claim number no tool result of this turn returned.
 
 What the guard removes is returned as findings and stored in the run record.
 """
@@ -14,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from claims.agent.types import CheckedDraft, GuardFinding
+from claims.agent.types import CheckedDraft, GuardFinding, StatusBacking
 
 # Any spelling of a clause id a draft could use: lower case, Unicode dashes
 # (normalised first, see ``dashes_normalise``), one to three digits.
@@ -81,6 +86,20 @@ ACTION_PATTERNS = [
     r"\b(?:we|i)(?:'ve| have) (?:got|received|logged|lodged|registered|opened) your "
     r"(?:claim|request|case|question)\b",
     r"\bwill be (?:processed|reviewed|assessed|handled|looked at|investigated)\b",
+    # Seed 002's unbacked statements: someone "will now review", a claim "is being
+    # reviewed by a specialist".
+    r"\b(?:human|representative|agent|specialist|adviser|advisor|assessor|handler|person|"
+    r"colleague|staff|someone|somebody|member of (?:our|the) (?:team|staff))\b[^.!?\n]{0,30}"
+    r"\b(?:will|'ll|shall|is going to|are going to|is about to)\b[^.!?\n]{0,12}"
+    r"\b(?:review|look|check|contact|call|assess|handle|process|get back|verify|reach|"
+    r"follow up|be in touch|respond|reply)\b",
+    r"\b(?:is|are|has been|have been) (?:now )?being (?:reviewed|assessed|processed|handled|"
+    r"looked at|looked into|investigated|checked|considered|escalated)\b",
+    r"\b(?:is|are) (?:now )?(?:under|in) (?:review|assessment|investigation)\b",
+    r"\bget back to you\b",
+    # The customer is talking to the insurer: pointing them elsewhere is not an answer.
+    r"\b(?:ask|contact|call|check with|speak to|talk to|reach out to) your "
+    r"(?:insurance company|insurer|insurance provider|provider|broker)\b",
 ]
 
 # A promise of time is never allowed, whatever was recorded.
@@ -186,6 +205,8 @@ def draft_guard(
     fallback: str,
     returned_cards: dict[str, str] | None = None,
     cited_cards: tuple[str, ...] = (),
+    backings: tuple[StatusBacking, ...] = (),
+    policy_number: str | None = None,
 ) -> CheckedDraft:
     """Check a draft; return the text that may be sent and what was removed.
 
@@ -199,6 +220,11 @@ def draft_guard(
     answer. Card ids are treated like clause ids: only a returned card may
     be cited or named. A card never decides; a time is allowed only in a
     sentence the card itself states, word for word.
+    ``backings`` are the status and date statements this turn's tool results
+    back: a sentence naming a backed claim may state them, and nothing else
+    the rules strike. ``policy_number`` is the conversation's ("" when it has
+    none; None leaves this rule out): a sentence naming any other policy, or a
+    claim no backing names, is removed.
     """
     findings: list[GuardFinding] = []
     clause_texts = list(returned.values())
@@ -228,14 +254,16 @@ def draft_guard(
         kept: list[str] = []
         protected, quotes = verbatim_quotes_protect(line, clause_texts)
         for sentence in sentences(protected):
-            rule = _sentence_violation(
-                sentence,
+            original = _restore(sentence, quotes).strip()
+            # Another policy's data is struck even inside a quotation: no genuine
+            # clause names a customer's policy or claim.
+            rule = _foreign_data(original, policy_number, backings) or _sentence_violation(
+                _unbacked_part(sentence, backings),
                 set(returned) | set(returned_cards),
                 answers_question,
                 pending_reference,
                 stated_by_card=_squash(sentence).rstrip(".;:,") in stated,
             )
-            original = _restore(sentence, quotes).strip()
             if rule is None:
                 kept.append(original)
             else:
@@ -251,6 +279,50 @@ def draft_guard(
     return CheckedDraft(
         checked_text, tuple(kept_citations), tuple(findings), cited_cards=tuple(kept_cards)
     )
+
+
+# The shape of a policy number, as the replies show it ("it looks like NW-MTR-123456").
+EXAMPLE_POLICY_NUMBER = "NW-MTR-123456"
+POLICY_NUMBER_RE = re.compile(r"\bNW[-\s]?(?:MTR|HOM|CNT)[-\s]?\d{4,8}\b", re.IGNORECASE)
+CLAIM_NUMBER_RE = re.compile(r"\bCL[-\s]?\d{4,8}\b", re.IGNORECASE)
+
+
+def _key(number: str) -> str:
+    return re.sub(r"[-\s]", "", number).upper()
+
+
+def foreign_numbers(
+    text: str, policy_number: str | None, backings: tuple[StatusBacking, ...] = ()
+) -> list[str]:
+    """Policy numbers other than ``policy_number`` and claim numbers no backing names."""
+    allowed = {_key(EXAMPLE_POLICY_NUMBER)} | ({_key(policy_number)} if policy_number else set())
+    claims = {_key(b.subject) for b in backings}
+    text = dashes_normalise(text)
+    found = [m for m in POLICY_NUMBER_RE.findall(text) if _key(m) not in allowed]
+    found += [m for m in CLAIM_NUMBER_RE.findall(text) if _key(m) not in claims]
+    return found
+
+
+def _foreign_data(
+    sentence: str, policy_number: str | None, backings: tuple[StatusBacking, ...]
+) -> str | None:
+    if policy_number is None:
+        return None
+    return "data_scope" if foreign_numbers(sentence, policy_number, backings) else None
+
+
+def _unbacked_part(sentence: str, backings: tuple[StatusBacking, ...]) -> str:
+    """The sentence with what a tool result backs taken out (the rest is checked).
+
+    Only in a sentence that names the backed subject (the claim number): its
+    status words and dates are the claims system speaking, not the agent.
+    """
+    for backing in backings:
+        if backing.subject.lower() not in sentence.lower():
+            continue
+        for phrase in sorted(backing.phrases, key=len, reverse=True):
+            sentence = re.sub(re.escape(phrase), "\u2026", sentence, flags=re.IGNORECASE)
+    return sentence
 
 
 def _sentence_violation(
@@ -285,13 +357,17 @@ def _sentence_violation(
 
 
 def text_violations(
-    text: str, clause_texts: list[str] = (), card_texts: list[str] = ()
+    text: str,
+    clause_texts: list[str] = (),
+    card_texts: list[str] = (),
+    backings: tuple[StatusBacking, ...] = (),
 ) -> dict[str, int]:
     """Count decision, unbacked-action and time patterns in a final reply.
 
     Used by the evaluation to re-scan what the API returned: every count must
     be zero (a sanctioned queue sentence is not an unbacked action; a verbatim
-    quotation of a returned clause is not the agent speaking).
+    quotation of a returned clause is not the agent speaking; a claim's status
+    from a tool result of the turn is the claims system speaking).
     """
     counts = {"decision": 0, "unbacked_action": 0, "time_promise": 0}
     protected = "\n".join(
@@ -299,6 +375,7 @@ def text_violations(
     )
     stated = card_statements(list(card_texts))
     for sentence in sentences(protected):
+        sentence = _unbacked_part(sentence, backings)
         if matches_any(DECISION_RE, sentence):
             counts["decision"] += 1
         if matches_any(TIME_RE, sentence) and _squash(sentence).rstrip(".;:,") not in stated:

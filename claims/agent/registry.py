@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from claims.agent.types import ClauseChooser, DraftWriter
+from claims.agent.types import ClauseChooser, DraftWriter, ToolPlanner
 
 DEFAULT_CHOOSER = "hybrid"
 DEFAULT_WRITER = "grounded"
@@ -120,3 +120,22 @@ def writer(name: str | None = None, *, chooser_in_use: ClauseChooser | None = No
     if found is None:
         found = _writers.setdefault(name, WRITERS[name]())
     return found
+
+
+def planner(chooser_in_use: ClauseChooser | None = None) -> ToolPlanner | None:
+    """The model that may ask for tools besides the offline rules: the chooser, if it plans."""
+    configured = chooser_in_use if chooser_in_use is not None else chooser()
+    return configured if isinstance(configured, ToolPlanner) else None
+
+
+def fallback_chooser(failed: ClauseChooser) -> ClauseChooser | None:
+    """The offline chooser that stands in when ``failed`` (a model) cannot answer.
+
+    None when ``failed`` is itself an offline selector: nothing else to ask.
+    """
+    if any(failed is found for found in _choosers.values()):
+        return None
+    from django.conf import settings
+
+    name = getattr(settings, "CLAIM_AGENT_FALLBACK", "") or DEFAULT_CHOOSER
+    return chooser(name)

@@ -14,13 +14,16 @@ step writes the pending question and the run record in one transaction.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from django.utils import timezone
 
+from claims.agent import registry
 from claims.agent.cards import EMPTY as NO_CARDS
 from claims.agent.cards import (
     CardContext,
@@ -36,6 +39,9 @@ from claims.agent.facts import turn_facts_load
 from claims.agent.guard import clause_ids_in, draft_guard
 from claims.agent.intents import customer_intent
 from claims.agent.selection_schema import selection_validate
+from claims.agent.tool_replies import status_backings, tool_answered
+from claims.agent.tool_rules import RULES, rules_plan
+from claims.agent.tools import ToolContext, tool_execute
 from claims.agent.types import (
     MAX_CLAUSES,
     PENDING_REFERENCE,
@@ -48,9 +54,13 @@ from claims.agent.types import (
     DraftWriter,
     Facts,
     GuidanceStatus,
+    Risk,
     Selection,
     SelectionContext,
     StepEvent,
+    ToolPlanner,
+    ToolRequest,
+    ToolResult,
     TurnOutcome,
     TurnRequest,
     TurnResult,
@@ -70,12 +80,24 @@ STEP_LABELS = {
     "cards": "Looking for a staff answer to your question",
     "resolve": "Reading your policy wording",
     "assess": "Checking what can be answered",
+    "plan": "Working out what you are asking for",
+    "tool": "Running a tool",
     "compose": "Writing the reply",
     "guard": "Checking the reply",
     "record": "Saving the record",
 }
 
+TOOL_LABELS = {
+    "claim.status": "Looking up your claim",
+    "schedule.summary": "Looking up your schedule",
+    "card.search": "Looking for an answer card",
+    "queue.open": "Asking our staff",
+    "contact.update_request": "Preparing your change request",
+}
+MAX_TOOL_CALLS = 4
+
 OnStep = Callable[[StepEvent], None]
+logger = logging.getLogger(__name__)
 
 
 class Steps:
@@ -86,16 +108,18 @@ class Steps:
         self.timings: dict[str, float] = {}
 
     @contextmanager
-    def step(self, name: str) -> Iterator[dict[str, Any]]:
+    def step(
+        self, name: str, *, label: str | None = None, start: dict[str, Any] | None = None
+    ) -> Iterator[dict[str, Any]]:
         """Time the block as step ``name``; what it puts in the dict is the end payload."""
-        label = STEP_LABELS[name]
+        label = label or STEP_LABELS[name]
         if self.on_step is not None:
-            self.on_step(StepEvent(step=name, label=label, phase="start"))
+            self.on_step(StepEvent(step=name, label=label, phase="start", payload=start or {}))
         payload: dict[str, Any] = {}
         started = time.perf_counter()
         yield payload
         duration = round((time.perf_counter() - started) * 1000, 3)
-        self.timings[name] = duration
+        self.timings[name] = round(self.timings.get(name, 0.0) + duration, 3)
         if self.on_step is not None:
             self.on_step(
                 StepEvent(
@@ -111,7 +135,10 @@ def turn_run(
     writer: DraftWriter,
     store: ClauseStore,
     on_step: OnStep | None = None,
+    planner: ToolPlanner | None = None,
 ) -> TurnResult:
+    """Run one turn. ``planner`` is a model that may ask for tools (≤ L2, the L3
+    draft) besides the offline rules, which always run."""
     steps = Steps(on_step)
     started = time.perf_counter()
 
@@ -126,7 +153,16 @@ def turn_run(
     cards = NO_CARDS
     content = has_content(request.message) or bool(clause_ids_in(request.message))
     # "hi", "ok thanks": nothing to look up, no directory shown, nothing for the queue.
-    if wording.kind == "routed" and content:
+    context = tool_context(request, facts, wording, store)
+    tool_results: tuple[ToolResult, ...] = ()
+    if content:
+        with steps.step("plan") as payload:
+            planned = plan_step(request, facts, planner)
+            payload["tools"] = [r.name for r in planned]
+        for planned_request in planned:
+            tool_results += (tool_step(steps, planned_request, context),)
+
+    if wording.kind == "routed" and content and not tool_answered(tool_results):
         from knowledge.selectors import clause_directory
 
         with steps.step("directory") as payload:
@@ -144,8 +180,19 @@ def turn_run(
         )
         if clause_ids:
             with steps.step("resolve") as payload:
-                fetch = store.fetch(version_id=wording.version_id, clause_ids=clause_ids)
+                fetch, fetched = resolve_step(clause_ids, context)
+                tool_results += (fetched,)
                 payload["clause_ids"] = [c.clause_id for c in fetch.returned]
+                payload["tool_call"] = tool_event(fetched)
+                payload["citations"] = [
+                    {
+                        "clause_id": c.clause_id,
+                        "title": c.title,
+                        "document": c.document_id,
+                        "version": c.version_label,
+                    }
+                    for c in fetch.returned
+                ]
         elif selection.not_in_directory:
             fetch = ClauseFetch(status="ok", returned=(), not_found=(), detail="")
 
@@ -158,16 +205,19 @@ def turn_run(
             asks_for_decision=asks_for_decision(request.message),
             intent=customer_intent(request.message),
             cards_returned=bool(cards.returned),
+            tool_results=tool_results,
         )
         payload["guidance_status"] = assessment.status.value
     with steps.step("compose") as payload:
         inputs = compose_inputs(
-            request, facts, wording, selection, fetch, assessment, content, cards
+            request, facts, wording, selection, fetch, assessment, content, cards, tool_results
         )
         draft = writer.write(inputs=inputs)
         payload["writer"] = draft.writer
     with steps.step("guard") as payload:
-        checked = guard_step(draft, fetch, inputs.pending_reference, inputs.cards)
+        checked = guard_step(
+            draft, facts, fetch, inputs.pending_reference, inputs.cards, tool_results
+        )
         payload["findings"] = len(checked.findings)
 
     outcome = TurnOutcome(
@@ -188,6 +238,8 @@ def turn_run(
         model_name=chooser.name,
         fetch_detail=fetch.detail if fetch is not None else "",
         cards=cards,
+        tool_results=tool_results,
+        model_fallback=selection.fallback if selection else "",
     )
     with steps.step("record") as payload:
         turn = turn_record(outcome)
@@ -204,13 +256,25 @@ def select_step(
     card_index: CardIndex | None = None,
 ) -> Selection:
     """The chooser's ids, through the tool schema (≤3, each from the directory)."""
-    context = SelectionContext(facts.line, wording.version_id, facts.history, card_index=card_index)
+    names = (facts.schedule.holder_name,) if facts.schedule else ()
+    context = SelectionContext(
+        facts.line, wording.version_id, facts.history, card_index=card_index, masked_names=names
+    )
     try:
         raw = chooser.choose(message=request.message, directory=directory, context=context)
         return selection_validate(raw, directory)
     except ClauseModelError as exc:
-        return Selection(
-            raw=(), requested=(), not_in_directory=(), rejected=f"the model failed: {exc}"
+        offline = registry.fallback_chooser(chooser)
+        if offline is None:
+            return Selection(
+                raw=(), requested=(), not_in_directory=(), rejected=f"the model failed: {exc}"
+            )
+        # The model is down or answered nonsense: the offline selector answers,
+        # and the run record says why.
+        raw = offline.choose(message=request.message, directory=directory, context=context)
+        return replace(
+            selection_validate(raw, directory),
+            fallback=f"{chooser.name} failed ({exc}); {offline.name} chose instead.",
         )
 
 
@@ -228,6 +292,7 @@ def compose_inputs(
     assessment: Assessment,
     content: bool,
     cards: CardRetrieval = NO_CARDS,
+    tool_results: tuple[ToolResult, ...] = (),
 ) -> ComposeInputs:
     return ComposeInputs(
         message=request.message,
@@ -240,14 +305,17 @@ def compose_inputs(
         has_content=content,
         pending_reference=PENDING_REFERENCE if assessment.pending_reason is not None else None,
         cards=cards.returned,
+        tool_results=tool_results,
     )
 
 
 def guard_step(
     draft: Draft,
+    facts: Facts,
     fetch: ClauseFetch | None,
     pending_reference: str | None,
     cards: tuple[IndexedCard, ...] = (),
+    tool_results: tuple[ToolResult, ...] = (),
 ) -> CheckedDraft:
     returned = fetch.returned if fetch is not None else ()
     return draft_guard(
@@ -259,7 +327,71 @@ def guard_step(
         fallback=fallback_reply(pending_reference),
         returned_cards={c.card_id: f"{c.conclusion}\n{c.detail}" for c in cards},
         cited_cards=draft.cited_cards,
+        backings=status_backings(tool_results),
+        policy_number=facts.policy_number or "",
     )
+
+
+def tool_context(
+    request: TurnRequest, facts: Facts, wording: WordingChoice, store: ClauseStore
+) -> ToolContext:
+    confirmed = facts.schedule is not None and facts.schedule_kind == "found"
+    return ToolContext(
+        trace_id=request.trace_id,
+        conversation_id=request.conversation_id,
+        policy_number=facts.policy_number if confirmed else None,
+        line=facts.line,
+        version_id=wording.version_id if wording.kind == "routed" else None,
+        question_date=facts.question_date,
+        max_risk=Risk.L4,
+        store=store,
+    )
+
+
+def plan_step(request: TurnRequest, facts: Facts, planner: ToolPlanner | None) -> list[ToolRequest]:
+    """The offline rules' calls, then a model planner's (if any) for other tools."""
+    planned = rules_plan(request.message)
+    if planner is not None:
+        named = {r.name for r in planned}
+        try:
+            for asked in planner.plan(message=request.message, facts=facts):
+                if asked.name not in named:
+                    planned.append(asked)
+                    named.add(asked.name)
+        except ClauseModelError as exc:
+            logger.warning("claim agent: the model planned no tools (%s)", exc)
+    return planned[:MAX_TOOL_CALLS]
+
+
+def tool_event(result: ToolResult) -> dict:
+    return {
+        "id": result.call_id,
+        "name": result.name,
+        "risk": result.risk.value,
+        "status": result.status,
+    }
+
+
+def tool_step(steps: Steps, request: ToolRequest, context: ToolContext) -> ToolResult:
+    """One planned call through the executor, reported through the hook."""
+    # A model's request runs under the model's ceiling: L3 (its draft only).
+    ceiling = Risk.L4 if request.requested_by == RULES else Risk.L3
+    label = TOOL_LABELS.get(str(request.name), "Running a tool")
+    with steps.step("tool", label=label, start={"name": str(request.name)[:64]}) as payload:
+        result, _ = tool_execute(request, replace(context, max_risk=ceiling))
+        payload.update(tool_event(result))
+    return result
+
+
+def resolve_step(
+    clause_ids: tuple[str, ...] | list[str], context: ToolContext
+) -> tuple[ClauseFetch, ToolResult]:
+    """The chosen clauses, read whole through ``clause.fetch`` (an audited L0 call)."""
+    asked = ToolRequest("clause.fetch", {"clause_ids": list(clause_ids)}, RULES)
+    result, fetch = tool_execute(asked, context)
+    if fetch is None:  # the call failed (timeout, error): nothing is quoted
+        fetch = ClauseFetch(status="unavailable", returned=(), not_found=(), detail=result.detail)
+    return fetch, result
 
 
 def turn_record(outcome: TurnOutcome) -> Turn:

@@ -56,6 +56,8 @@ class PendingReason(StrEnum):
     OUT_OF_SCOPE = "out_of_scope"
     COMPLAINT = "complaint"
     WANTS_PERSON = "wants_person"
+    CLAIM_NOT_FOUND = "claim_not_found"
+    STAFF_ACTION = "staff_action"
 
 
 class CustomerIntent(StrEnum):
@@ -63,6 +65,20 @@ class CustomerIntent(StrEnum):
 
     COMPLAINT = "complaint"
     WANTS_PERSON = "wants_person"
+
+
+class Risk(StrEnum):
+    """A tool's risk level (seed 004 §5.2)."""
+
+    L0 = "L0"  # knowledge: wording, cards; no customer data
+    L1 = "L1"  # read-only customer data: schedule, claim status
+    L2 = "L2"  # drafts for staff: a pending question
+    L3 = "L3"  # a change request, recorded only after the customer confirms it
+    L4 = "L4"  # transactions: never executed by the agent
+
+    @property
+    def level(self) -> int:
+        return int(self.value[1])
 
 
 @dataclass(frozen=True)
@@ -141,6 +157,8 @@ class SelectionContext:
     # The answer cards served this turn (claims.agent.cards.CardIndex): what
     # they answer outside the wording needs no clause.
     card_index: Any = None
+    # Names a model must not be sent (the policyholder's): masked before any call.
+    masked_names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -157,6 +175,7 @@ class Selection:
     not_in_directory: tuple[str, ...]
     rejected: str = ""
     scores: dict[str, float] = field(default_factory=dict)
+    fallback: str = ""  # set when the offline selector chose because the model failed
 
 
 @runtime_checkable
@@ -182,6 +201,60 @@ class DraftWriter(Protocol):
 
 
 @dataclass(frozen=True)
+class ToolRequest:
+    """A tool call someone asked for: the offline planner or a model."""
+
+    name: str
+    arguments: dict[str, Any]
+    requested_by: str  # "rules", or the model's name
+    call_id: str = ""  # the model's tool call id, if a model asked
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """One tool call as it ran (or did not): the audit entry and what the turn may use.
+
+    ``status``: ``ok``; ``invalid`` (arguments failed the input schema);
+    ``refused`` (unknown tool, over the caller's risk ceiling, or outside the
+    conversation's data scope); ``needs_confirmation`` (an L3 draft);
+    ``not_executed`` (L4); ``timeout``; ``error``.
+    """
+
+    call_id: str
+    name: str
+    risk: Risk
+    status: Literal[
+        "ok", "invalid", "refused", "needs_confirmation", "not_executed", "timeout", "error"
+    ]
+    arguments_summary: str  # personal data masked
+    output: dict[str, Any]
+    detail: str
+    duration_ms: float
+    requested_by: str
+
+
+@dataclass(frozen=True)
+class StatusBacking:
+    """A status or time statement a tool result of this turn backs.
+
+    A sentence naming ``subject`` (a claim number) may state ``phrases`` (its
+    status in words, its dates) and nothing else the guard would strike.
+    """
+
+    subject: str
+    phrases: tuple[str, ...]
+
+
+@runtime_checkable
+class ToolPlanner(Protocol):
+    """A model that may ask for tool calls (risk L2 or less, and the L3 draft)."""
+
+    name: str
+
+    def plan(self, *, message: str, facts: Facts) -> Sequence[ToolRequest]: ...
+
+
+@dataclass(frozen=True)
 class Assessment:
     """The turn's guidance status and, if staff must take over, why (assessed once)."""
 
@@ -204,6 +277,7 @@ class ComposeInputs:
     pending_reference: str | None = None
     # Answer cards returned this turn, best first (seed 001).
     cards: tuple[IndexedCard, ...] = ()
+    tool_results: tuple[ToolResult, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -219,7 +293,9 @@ class Draft:
 
 @dataclass(frozen=True)
 class GuardFinding:
-    rule: Literal["citation", "decision", "unbacked_action", "time_promise", "uncited_answer"]
+    rule: Literal[
+        "citation", "decision", "unbacked_action", "time_promise", "uncited_answer", "data_scope"
+    ]
     action: Literal["removed_sentence", "removed_citation", "replaced_reply"]
     excerpt: str
 
@@ -249,6 +325,8 @@ class TurnOutcome:
     model_name: str
     fetch_detail: str = ""  # why the store returned nothing, for the pending question
     cards: CardRetrieval | None = None  # answer cards requested and returned
+    tool_results: tuple[ToolResult, ...] = ()
+    model_fallback: str = ""  # why the configured model was replaced by the offline one
 
 
 @dataclass(frozen=True)

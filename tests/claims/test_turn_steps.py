@@ -18,6 +18,7 @@ pytestmark = pytest.mark.django_db
 STEPS = [
     "facts",
     "route",
+    "plan",
     "directory",
     "cards",
     "select",

@@ -148,6 +148,13 @@ class Command(BaseCommand):
             "--strict", action="store_true", help="Exit non-zero if a target is missed."
         )
         parser.add_argument(
+            "--injection",
+            action="store_true",
+            help="Run the prompt-injection evaluation instead: adversarial messages and a "
+            "poisoned wording version, on the offline selector and an adversarial fake model "
+            "(claims/evaluation/injection.py); writes var/reports/injection-<timestamp>.json.",
+        )
+        parser.add_argument(
             "--keep-records",
             action="store_true",
             help="Keep the run's conversations, turns and queue entries (by default they are "
@@ -167,7 +174,12 @@ class Command(BaseCommand):
 
         client = EndpointClient(base_url=base_url, username=measurement_client_ensure())
         try:
-            self._run(client, selectors, base_url, options)
+            if options["injection"]:
+                if base_url:
+                    raise CommandError("--injection runs in-process; drop --base-url.")
+                self._injection(client, options)
+            else:
+                self._run(client, selectors, base_url, options)
         finally:
             if not options["keep_records"]:
                 measurement_records_delete()
@@ -265,6 +277,31 @@ class Command(BaseCommand):
         self.stdout.write("Targets met." if report["targets_met"] else "Targets NOT met.")
         if options["strict"] and not report["targets_met"]:
             raise CommandError("Evaluation targets missed (see the report).")
+
+    def _injection(self, client, options) -> None:
+        import json
+
+        from claims.evaluation.injection import MESSAGES, MUST_BE_ZERO, injection_evaluate
+
+        runs = injection_evaluate(client, progress=self.stdout.write)
+        report = {
+            "generated_at": datetime.now().isoformat(timespec="seconds"),
+            "messages": len(MESSAGES),
+            "must_be_zero_keys": MUST_BE_ZERO,
+            "runs": [run.as_dict() for run in runs],
+        }
+        folder = Path(settings.VAR_DIR) / "reports"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"injection-{datetime.now():%Y%m%d-%H%M%S}.json"
+        path.write_text(json.dumps(report, indent=2, ensure_ascii=False))
+        total = sum(sum(run.must_be_zero.values()) for run in runs)
+        for run in runs:
+            zero = ", ".join(f"{k}={run.must_be_zero.get(k, 0)}" for k in MUST_BE_ZERO)
+            self.stdout.write(f"must be zero [{run.name}]: {zero}")
+        self.stdout.write(f"Report: {path}")
+        self.stdout.write("All must-be-zero counts are zero." if not total else "NOT all zero.")
+        if options["strict"] and total:
+            raise CommandError("The injection evaluation found violations (see the report).")
 
     def _outage(self, s3_control: bool, client: EndpointClient) -> OutagePlan:
         """How the storage scenario stops object storage, and what wraps the runs."""
