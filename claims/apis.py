@@ -382,6 +382,19 @@ class ConversationMessageCreateApi(APIView):
     # JSON as usual; with ``Accept: text/event-stream`` the turn is streamed (claims/streaming.py).
     renderer_classes = [*api_settings.DEFAULT_RENDERER_CLASSES, EventStreamRenderer]
 
+    def get_renderers(self):
+        """The event-stream renderer only for a request that asks for a stream.
+
+        Offered to every request, ``?format=sse`` rendered a JSON 201 body as
+        an "error" event, and the schema promised TurnOutput as the stream's
+        body; the stream's events are documented in README and agent-turn.md.
+        """
+        renderers = super().get_renderers()
+        request = getattr(self, "request", None)
+        if request is not None and wants_stream(request):
+            return renderers
+        return [r for r in renderers if not isinstance(r, EventStreamRenderer)]
+
     class InputSerializer(serializers.Serializer):
         message = MessageField(max_length=MESSAGE_MAX_LENGTH, trim_whitespace=True)
         policy_number = PolicyNumberField()
