@@ -20,7 +20,10 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from claims.gaps import (
+    ContentGapError,
     content_gap_accept,
+    content_gap_accept_card,
+    content_gap_card_content,
     content_gap_questions,
     content_gap_reject,
     content_gaps_listed,
@@ -283,6 +286,13 @@ class OverdueFilter(admin.SimpleListFilter):
         return queryset
 
 
+def _card_proposed(card) -> str:
+    return (
+        f"{card.from_pending_reference} proposed as draft card {card.card_id}: a knowledge "
+        "editor completes it, then someone else activates it."
+    )
+
+
 @admin.register(PendingQuestion)
 class PendingQuestionAdmin(ReadOnlyHistoryAdmin):
     """The queue: the pages show; every change is a button or action calling a service.
@@ -316,7 +326,13 @@ class PendingQuestionAdmin(ReadOnlyHistoryAdmin):
     search_fields = ["question", "policy_number"]
     # Open entries first, oldest first: the queue is worked from the top.
     ordering = [Case(When(status="open", then=0), default=1), "created_at"]
-    actions = ["take_selected", "release_selected", "reassign_selected", "dismiss_selected"]
+    actions = [
+        "take_selected",
+        "release_selected",
+        "reassign_selected",
+        "dismiss_selected",
+        "propose_card_selected",
+    ]
     action_form = QueueActionForm
     change_form_template = "admin/claims/pendingquestion/change_form.html"
     change_list_template = "admin/claims/pendingquestion/change_list.html"
@@ -404,6 +420,7 @@ class PendingQuestionAdmin(ReadOnlyHistoryAdmin):
             route("<int:pk>/reassign/", self.reassign_view, "claims_pendingquestion_reassign"),
             route("<int:pk>/answer/", self.answer_view, "claims_pendingquestion_answer"),
             route("<int:pk>/dismiss/", self.dismiss_view, "claims_pendingquestion_dismiss"),
+            route("<int:pk>/propose-card/", self.propose_card_view, "claims_pendingquestion_card"),
             *super().get_urls(),
         ]
 
@@ -484,6 +501,19 @@ class PendingQuestionAdmin(ReadOnlyHistoryAdmin):
             "{ref} reassigned.",
         )
 
+    def propose_card_view(self, request, pk: int):
+        """Propose this entry's staff answer as a draft answer card (for the card gates)."""
+        from knowledge.services.cards import card_draft_from_pending
+
+        self._require(request, "work")
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        with service_call(request, subject=f"PQ-{pk}") as call:
+            card = card_draft_from_pending(entry_id=pk, acting_user=request.user)
+        if call.ok:
+            self.message_user(request, _card_proposed(card), messages.SUCCESS)
+        return self._back(pk)
+
     def _bulk(self, request, queryset, act, done: str):
         changed = []
         for entry in queryset.order_by("pk"):
@@ -545,6 +575,19 @@ class PendingQuestionAdmin(ReadOnlyHistoryAdmin):
             ),
             "Dismissed: {refs}.",
         )
+
+    @admin.action(
+        description="Propose the selected answered entries as draft answer cards",
+        permissions=["work"],
+    )
+    def propose_card_selected(self, request, queryset):
+        from knowledge.services.cards import card_draft_from_pending
+
+        for entry in queryset.order_by("pk"):
+            with service_call(request, subject=entry.reference) as call:
+                card = card_draft_from_pending(entry_id=entry.pk, acting_user=request.user)
+            if call.ok:
+                self.message_user(request, _card_proposed(card), messages.SUCCESS)
 
     def _form_view(self, request, pk: int, form_class, title: str, act, submit: str):
         self._require(request, "work")
@@ -677,6 +720,20 @@ class GapAcceptForm(forms.Form):
         self.fields["kind"].choices = Clause.Kind.choices
 
 
+class GapCardForm(forms.Form):
+    question = forms.CharField(
+        max_length=50,
+        widget=forms.TextInput(attrs={"size": 60}),
+        help_text="The standard question (at most 50 characters). Every customer's question "
+        "becomes an alias.",
+    )
+    conclusion = forms.CharField(
+        max_length=50,
+        widget=forms.TextInput(attrs={"size": 60}),
+        help_text="The answer in at most 50 characters; the staff answers are its detail.",
+    )
+
+
 class GapRejectForm(forms.Form):
     reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 3, "cols": 80}))
 
@@ -714,7 +771,7 @@ class ContentGapAdmin(ReadOnlyHistoryAdmin):
     def get_queryset(self, request):
         # Not super(): the admin would order by the annotations before they exist.
         return content_gaps_listed(ContentGap.objects.all()).select_related(
-            "draft_version__document"
+            "draft_version__document", "draft_card"
         )
 
     def get_ordering(self, request):
@@ -755,6 +812,12 @@ class ContentGapAdmin(ReadOnlyHistoryAdmin):
 
     @admin.display(description="draft")
     def draft(self, gap: ContentGap) -> str:
+        if gap.draft_card_id is not None:
+            url = reverse("admin:knowledge_card_change", args=[gap.draft_card_id])
+            card = gap.draft_card
+            return format_html(
+                '<a href="{}">card {}</a> ({})', url, card.card_id, card.get_status_display()
+            )
         if gap.draft_version_id is None:
             return "—"
         url = reverse("admin:knowledge_wordingversion_change", args=[gap.draft_version_id])
@@ -780,6 +843,7 @@ class ContentGapAdmin(ReadOnlyHistoryAdmin):
 
         return [
             route("<int:pk>/accept/", self.accept_view, "claims_contentgap_accept"),
+            route("<int:pk>/accept-card/", self.accept_card_view, "claims_contentgap_card"),
             route("<int:pk>/reject/", self.reject_view, "claims_contentgap_reject"),
             *super().get_urls(),
         ]
@@ -838,6 +902,25 @@ class ContentGapAdmin(ReadOnlyHistoryAdmin):
 
         return self._gap_form(
             request, pk, GapAcceptForm, initial, "Accept into a draft clause", act, "Draft it"
+        )
+
+    def accept_card_view(self, request, pk: int):
+        def initial(gap):
+            try:
+                content = content_gap_card_content(gap)
+            except ContentGapError:
+                return {}  # the service says why when the form is sent
+            return {"question": content.question, "conclusion": content.conclusion}
+
+        def act(gap, data):
+            gap = content_gap_accept_card(gap_id=gap.pk, acting_user=request.user, **data)
+            return (
+                f"Drafted answer card {gap.draft_card.card_id} from gap {gap.pk}. Complete it "
+                "(aliases, topic, sources) until its gates pass; someone else activates it."
+            )
+
+        return self._gap_form(
+            request, pk, GapCardForm, initial, "Accept into a draft card", act, "Draft the card"
         )
 
     def reject_view(self, request, pk: int):

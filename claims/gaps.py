@@ -5,13 +5,15 @@ question (the wording had nothing), when staff proposed content while
 answering or dismissing it, or when the customer rated the reply not
 helpful. Candidates are grouped per line by the offline sentence embedding
 (``knowledge.embedding``, the one the clause selector uses); an editor
-accepts a gap into a draft clause of the next wording version, or rejects it
-with a reason.
+accepts a gap into a draft clause of the next wording version or into a
+draft answer card, or rejects it with a reason.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from datetime import timedelta
 
 import numpy as np
 from django.db import transaction
@@ -247,6 +249,77 @@ def content_gap_accept(
                 "updated_at",
             ]
         )
+    return gap
+
+
+def content_gap_card_content(gap: ContentGap, *, question: str = "", conclusion: str = ""):
+    """What a draft card from this gap holds: the customers' (masked) questions
+    as its question and aliases, the staff answers as its answer."""
+    from knowledge.models import Card
+    from knowledge.services.cards import ALIASES_MAX, CONCLUSION_MAX, QUESTION_MAX, CardContent
+
+    rows = content_gap_questions(gap)
+    asked: list[str] = []
+    for row in rows:
+        text = " ".join(row.question.split())
+        if text and text.lower() not in {a.lower() for a in asked}:
+            asked.append(text)
+    answers: list[str] = []
+    for row in rows:
+        text = row.staff_answer.strip()
+        if text and text not in answers:
+            answers.append(text)
+    if not answers:  # no staff answer yet: what staff proposed is the best answer there is
+        answers = list(
+            dict.fromkeys(r.proposed_content.strip() for r in rows if r.proposed_content)
+        )
+    if not answers:
+        raise ContentGapError(
+            f"Gap {gap.pk} has no staff answer or proposed text to draft a card from."
+        )
+    first = asked[0] if asked else " ".join(gap.title.split())
+    first_sentence = re.split(r"(?<=[.!?])\s+", answers[0], maxsplit=1)[0]
+    references = [r.reference for r in rows if r.reference]
+    return CardContent(
+        line=gap.line,
+        topic=(question or first)[:60],
+        question=(question or first)[:QUESTION_MAX],
+        aliases=asked[:ALIASES_MAX],
+        conclusion=(conclusion or first_sentence)[:CONCLUSION_MAX],
+        detail="\n\n".join(answers),
+        source_reference=(
+            f"Staff answers to content gap {gap.pk} ({', '.join(references)})"
+            if references
+            else f"Proposed text of content gap {gap.pk}"
+        ),
+        confidence_hint=Card.Confidence.LOW,
+        next_review_on=timezone.localdate() + timedelta(days=90),
+    )
+
+
+def content_gap_accept_card(*, gap_id: int, acting_user, question: str = "", conclusion: str = ""):
+    """Draft an answer card from the gap and close the gap as accepted into it.
+
+    The card is an ordinary draft (low confidence, owned by the editor): it
+    is completed in the card admin, passes the card gates and is activated
+    by someone else (maker-checker), like any other card.
+    """
+    from knowledge.services.cards import card_create
+
+    _require_editor(acting_user)
+    with transaction.atomic():
+        gap = _locked_open_gap(gap_id)
+        content = content_gap_card_content(gap, question=question, conclusion=conclusion)
+        content.owner_id = acting_user.pk
+        card = card_create(
+            acting_user=acting_user, content=content, reason=f"Drafted from content gap {gap.pk}"
+        )
+        gap.status = ContentGap.Status.ACCEPTED
+        gap.decided_by = acting_user
+        gap.decided_at = timezone.now()
+        gap.draft_card = card
+        gap._change_reason = f"Accepted by {acting_user} into draft card {card.card_id}"
+        gap.save(update_fields=["status", "decided_by", "decided_at", "draft_card", "updated_at"])
     return gap
 
 

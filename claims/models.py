@@ -405,7 +405,7 @@ class ContentGap(models.Model):
 
     class Status(models.TextChoices):
         OPEN = "open", "Open"
-        ACCEPTED = "accepted", "Accepted into a draft"
+        ACCEPTED = "accepted", "Accepted into a draft"  # a draft clause or a draft card
         REJECTED = "rejected", "Rejected"
 
     line = models.CharField(max_length=16, db_index=True)
@@ -431,6 +431,14 @@ class ContentGap(models.Model):
         help_text="The wording version drafted with this gap's clause.",
     )
     draft_clause_id = models.CharField(max_length=20, blank=True)
+    draft_card = models.ForeignKey(
+        "knowledge.Card",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="content_gaps",
+        help_text="The answer card drafted from this gap, when it was accepted into a card.",
+    )
     history = HistoricalRecords(excluded_fields=["centroid"])
 
     class Meta:
@@ -445,7 +453,9 @@ class ContentGap(models.Model):
                 name="content_gap_rejected_has_reason",
             ),
             models.CheckConstraint(
-                condition=~Q(status="accepted") | Q(draft_version__isnull=False),
+                condition=~Q(status="accepted")
+                | Q(draft_version__isnull=False)
+                | Q(draft_card__isnull=False),
                 name="content_gap_accepted_has_draft",
             ),
         ]

@@ -47,6 +47,8 @@ ROLE_PERMISSIONS: dict[str, list[str]] = {
         "knowledge.view_wordingdocument",
         "knowledge.view_wordingversion",
         "knowledge.view_clause",
+        # Proposing an answered entry as a draft card; only someone else activates it.
+        "knowledge.add_card",
     ],
 }
 # A queue lead works the queue too, hands entries to named agents, sets the

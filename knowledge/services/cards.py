@@ -259,7 +259,11 @@ def _apply(card: Card, content: CardContent) -> None:
 
 @transaction.atomic
 def card_create(
-    *, acting_user: AbstractBaseUser, content: CardContent, from_pending_reference: str = ""
+    *,
+    acting_user: AbstractBaseUser,
+    content: CardContent,
+    from_pending_reference: str = "",
+    reason: str = "",
 ) -> Card:
     """A new draft card with the next id of its line (or QA-GEN- for all lines)."""
     _require(acting_user, "knowledge.add_card", "draft answer cards")
@@ -267,7 +271,7 @@ def card_create(
     card = Card(card_id=_card_id_take(content.line), drafted_by=acting_user)
     _apply(card, content)
     card.from_pending_reference = from_pending_reference
-    card._change_reason = (
+    card._change_reason = reason or (
         f"Drafted from {from_pending_reference}" if from_pending_reference else "Drafted"
     )
     card.save()
@@ -759,6 +763,13 @@ def card_draft_from_pending(
         raise CardError(f"There is no pending question PQ-{entry_id}.")
     if not entry.staff_answer.strip():
         raise CardError(f"{entry.reference} has no staff answer to propose as a card.")
+    already = (
+        Card.objects.filter(from_pending_reference=entry.reference)
+        .exclude(status=Card.Status.DEPRECATED)
+        .first()
+    )
+    if already is not None:
+        raise CardError(f"{entry.reference} is already proposed as card {already.card_id}.")
     asked = " ".join(entry.question.split())
     answer = entry.staff_answer.strip()
     first_sentence = re.split(r"(?<=[.!?])\s+", answer, maxsplit=1)[0]

@@ -8,6 +8,7 @@ from claims.gaps import content_gaps_listed, content_gaps_refresh
 from claims.models import ContentGap
 from claims.services import pending_question_answer
 from knowledge.models import Clause, WordingVersion
+from northwind.errors import PermissionDenied
 
 pytestmark = pytest.mark.django_db
 
@@ -128,3 +129,92 @@ def test_reject_needs_a_reason_and_queue_agents_cannot_decide(client, gap):
     gap.refresh_from_db()
     assert gap.status == "rejected"
     assert gap.reject_reason == "Out of scope."
+
+
+def test_editor_accepts_a_gap_into_a_draft_card_someone_else_must_activate(client, gap):
+    from knowledge.models import Card
+    from knowledge.services.cards import CardError, card_activate
+
+    assert client.login(username="demo-editor", password="northwind-editor-demo") is True
+    page = client.get(f"/admin/claims/contentgap/{gap.pk}/change/").content.decode()
+    assert f"/admin/claims/contentgap/{gap.pk}/accept-card/" in page
+    form = client.get(f"/admin/claims/contentgap/{gap.pk}/accept-card/").content.decode()
+    assert 'value="Motor policies do not cover animals."' in form  # the staff answer, prefilled
+    response = client.post(
+        f"/admin/claims/contentgap/{gap.pk}/accept-card/",
+        {"question": "Do you pay vet bills for my pet?", "conclusion": "No: not for any animal."},
+        follow=True,
+    )
+    assert "Drafted answer card QA-MTR-" in response.content.decode()
+    gap.refresh_from_db()
+    assert gap.status == "accepted"
+    assert gap.draft_version is None
+    card = gap.draft_card
+    assert card.status == Card.Status.DRAFT
+    assert card.line == "motor"
+    assert card.question == "Do you pay vet bills for my pet?"
+    assert card.aliases == LLAMA  # every customer's (masked) question, once
+    assert card.conclusion == "No: not for any animal."
+    assert card.detail == "Motor policies do not cover animals."
+    assert card.confidence_hint == Card.Confidence.LOW
+    assert card.drafted_by.username == "demo-editor"
+    assert card.history.first().history_change_reason == f"Drafted from content gap {gap.pk}"
+    assert gap.history.first().history_change_reason == (
+        f"Accepted by demo-editor into draft card {card.card_id}"
+    )
+    listing = client.get("/admin/claims/contentgap/?status__exact=accepted").content.decode()
+    assert f"card {card.card_id}" in listing
+    page = client.get(f"/admin/claims/contentgap/{gap.pk}/change/").content.decode()
+    assert f"/admin/knowledge/card/{card.pk}/change/" in page
+    assert "accept-card/" not in page  # decided: no more buttons
+    # A second accept is refused and drafts nothing.
+    cards = Card.objects.count()
+    client.post(
+        f"/admin/claims/contentgap/{gap.pk}/accept-card/",
+        {"question": "Again?", "conclusion": "Again."},
+    )
+    assert Card.objects.count() == cards
+    # The normal card path: its author never activates it; an approver runs the gates.
+    editor = get_user_model().objects.get(username="demo-editor")
+    with pytest.raises(PermissionDenied):
+        card_activate(card_id=card.card_id, acting_user=editor)
+    editor.groups.add(*get_user_model().objects.get(username="demo-approver").groups.all())
+    editor = get_user_model().objects.get(pk=editor.pk)  # fresh permission cache
+    with pytest.raises(CardError, match="drafted a card cannot activate it"):
+        card_activate(card_id=card.card_id, acting_user=editor)
+    approver = get_user_model().objects.get(username="demo-approver")
+    with pytest.raises(CardError, match="alias"):  # two aliases: the completeness gate fails
+        card_activate(card_id=card.card_id, acting_user=approver)
+    card.refresh_from_db()
+    assert card.status == Card.Status.DRAFT
+
+
+def test_only_editors_accept_a_gap_into_a_card_and_only_with_an_answer(client, gap):
+    from claims.gaps import ContentGapError, content_gap_accept_card
+
+    assert client.login(username="demo-agent", password="northwind-agent-demo") is True
+    assert client.get(f"/admin/claims/contentgap/{gap.pk}/accept-card/").status_code == 403
+    response = client.post(
+        f"/admin/claims/contentgap/{gap.pk}/accept-card/",
+        {"question": "Vet bills?", "conclusion": "No."},
+    )
+    assert response.status_code == 403
+    agent = get_user_model().objects.get(username="demo-agent")
+    with pytest.raises(PermissionDenied):
+        content_gap_accept_card(gap_id=gap.pk, acting_user=agent)
+    gap.refresh_from_db()
+    assert gap.status == "open"
+    # The rated-not-helpful gap has no staff answer and no proposal: nothing to draft from.
+    rated = ContentGap.objects.get(title=HAIL)
+    editor = get_user_model().objects.get(username="demo-editor")
+    with pytest.raises(ContentGapError, match="no staff answer or proposed text"):
+        content_gap_accept_card(gap_id=rated.pk, acting_user=editor)
+    client.logout()
+    assert client.login(username="demo-editor", password="northwind-editor-demo") is True
+    response = client.post(
+        f"/admin/claims/contentgap/{rated.pk}/accept-card/",
+        {"question": "Car wash scratches?", "conclusion": "Maybe."},
+    )
+    assert "no staff answer or proposed text" in response.content.decode()
+    rated.refresh_from_db()
+    assert rated.status == "open" and rated.draft_card is None

@@ -181,3 +181,62 @@ def test_the_queue_lists_open_entries_first_and_finds_a_reference(agent_client, 
     assert listing.index(f"PQ-{newer}<") < listing.index(f"{entry.reference}<")
     found = agent_client.get(f"/admin/claims/pendingquestion/?q=pq-{newer}").content.decode()
     assert f"PQ-{newer}<" in found and f"{entry.reference}<" not in found
+
+
+def test_an_answered_entry_is_proposed_as_a_draft_card(agent_client, entry):
+    from knowledge.models import Card
+
+    agent = get_user_model().objects.get(username="demo-agent")
+    page = agent_client.get(f"/admin/claims/pendingquestion/{entry.pk}/change/").content.decode()
+    assert "propose-card/" not in page  # open: nothing to propose yet
+    response = agent_client.post(
+        f"/admin/claims/pendingquestion/{entry.pk}/propose-card/", follow=True
+    )
+    assert "has no staff answer to propose as a card" in response.content.decode()
+    assert not Card.objects.filter(from_pending_reference=entry.reference).exists()
+    pending_question_take(entry_id=entry.pk, acting_user=agent)
+    pending_question_answer(
+        entry_id=entry.pk,
+        acting_user=agent,
+        answer="A hire car is included when you chose the Hire car option on your schedule.",
+    )
+    page = agent_client.get(f"/admin/claims/pendingquestion/{entry.pk}/change/").content.decode()
+    assert f'action="/admin/claims/pendingquestion/{entry.pk}/propose-card/"' in page
+    assert (
+        agent_client.get(f"/admin/claims/pendingquestion/{entry.pk}/propose-card/").status_code
+        == 405
+    )
+    response = agent_client.post(
+        f"/admin/claims/pendingquestion/{entry.pk}/propose-card/", follow=True
+    )
+    card = Card.objects.get(from_pending_reference=entry.reference)
+    assert f"{entry.reference} proposed as draft card {card.card_id}" in response.content.decode()
+    assert card.status == Card.Status.DRAFT
+    assert card.line == "motor"
+    assert card.aliases == ["Can I get a hire car while mine is fixed?"]
+    assert card.detail.startswith("A hire car is included")
+    assert card.drafted_by == agent
+    # Proposed once: the list action (like the button) says so and drafts nothing more.
+    response = agent_client.post(
+        "/admin/claims/pendingquestion/",
+        {"action": "propose_card_selected", "_selected_action": [entry.pk]},
+        follow=True,
+    )
+    assert f"is already proposed as card {card.card_id}" in response.content.decode()
+    assert Card.objects.filter(from_pending_reference=entry.reference).count() == 1
+
+
+def test_staff_without_the_queue_permission_cannot_propose_a_card(client, entry):
+    from knowledge.models import Card
+
+    entry.status, entry.staff_answer = "answered", "Yes, with the Hire car option."
+    entry.save()
+    assert client.login(username="demo-editor", password="northwind-editor-demo") is True
+    response = client.post(f"/admin/claims/pendingquestion/{entry.pk}/propose-card/")
+    assert response.status_code == 403
+    response = client.post(
+        "/admin/claims/pendingquestion/",
+        {"action": "propose_card_selected", "_selected_action": [entry.pk]},
+    )
+    assert response.status_code == 403
+    assert not Card.objects.filter(from_pending_reference=entry.reference).exists()
