@@ -141,6 +141,13 @@ class OnnxMiniLMEmbedder:
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
+        # Idle intra-op threads sleep instead of spinning. Spinning threads kept
+        # burning a core after each run, into the steps that follow (resolve,
+        # record) and into the other worker's share of the machine: with 2
+        # threads on a busy 2-core machine a query took 14 ms of CPU and 41 ms
+        # wall (p50) spinning, 7 ms and 19 ms not (docs/evaluation.md). The
+        # vectors are the same either way.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(
             str(_model_path()), sess_options=options, providers=["CPUExecutionProvider"]
         )
