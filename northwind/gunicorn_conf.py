@@ -16,3 +16,22 @@ threads = int(os.environ.get("GUNICORN_THREADS", "8"))
 timeout = 60
 graceful_timeout = 20
 keepalive = 5
+
+
+def post_worker_init(worker):
+    """Load the claim agent's model and indexes before the worker's first request.
+
+    Otherwise the first customer of each worker waits for them (a second or
+    more); the heap is frozen afterwards so the collector's full passes stay
+    short (``claims/agent/warmup.py``). Set ``NORTHWIND_WARM_UP=0`` to skip.
+    """
+    if os.environ.get("NORTHWIND_WARM_UP", "1") == "0":
+        return
+    from django.db import connections
+
+    from claims.agent.warmup import agent_warm_up
+
+    try:
+        agent_warm_up()
+    finally:
+        connections.close_all()  # request threads open their own

@@ -76,7 +76,15 @@ def _questions():
 def turns_bench(
     client: EndpointClient, *, turns: int, warmup: int = 6, memory_turns: int = 30
 ) -> BenchResult:
-    """``turns`` messages, each in a fresh conversation, after ``warmup`` unmeasured ones."""
+    """``turns`` messages, each in a fresh conversation, after ``warmup`` unmeasured ones.
+
+    First the process is warmed up as a served worker is at start
+    (``agent_warm_up``: model, indexes, then the heap frozen, see
+    northwind/gunicorn_conf.py), so the figures are those of a served turn.
+    """
+    from claims.agent.warmup import agent_warm_up
+
+    agent_warm_up()
     questions = _questions()
     for _ in range(warmup):  # loads the embedder and each line's index once
         policy, message = next(questions)
@@ -268,6 +276,14 @@ def throughput_bench(
             "120",
             "--log-level",
             "warning",
+            # The served workers' start hook (post_worker_init: warm-up, frozen
+            # heap); the flags above and below keep sync, single-thread workers.
+            "--config",
+            "python:northwind.gunicorn_conf",
+            "--worker-class",
+            "sync",
+            "--threads",
+            "1",
         ],
         env=env,
         stdout=log,
