@@ -424,6 +424,7 @@ class ConversationMessageCreateApi(APIView):
             trace_id=uuid.uuid4().hex,
             conversation_policy_number=conversation.policy_number,
             conversation_line=conversation.line,
+            conversation_name_digests=tuple(conversation.name_digests or ()),
         )
         from claims.agent.registry import planner, writer
 

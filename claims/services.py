@@ -258,17 +258,25 @@ def _client_notify(entry: PendingQuestion, event_type: str) -> None:
 
 
 def conversation_message_mask(
-    *, conversation_id: int, text: str, names: tuple[str, ...] = ()
+    *,
+    conversation_id: int,
+    text: str,
+    names: tuple[str, ...] = (),
+    known_digests: tuple[str, ...] | None = None,
 ) -> tuple[str, list[str] | None]:
     """Mask a customer's message with what the conversation has learnt.
 
     Names on the schedule and names the customer gave in earlier messages are
     masked wherever they appear; the latter are remembered only as keyed
     digests (``Conversation.name_digests``). Returns the masked text and the
-    new digest list, or None when nothing new was learnt.
+    new digest list, or None when nothing new was learnt. ``known_digests``
+    are the conversation's digests if the caller has loaded them (the
+    endpoint has: one query fewer per turn); None reads them.
     """
     known = (
-        Conversation.objects.filter(pk=conversation_id)
+        list(known_digests)
+        if known_digests is not None
+        else Conversation.objects.filter(pk=conversation_id)
         .values_list("name_digests", flat=True)
         .first()
     ) or []
@@ -296,7 +304,10 @@ def turn_record_save(*, outcome: TurnOutcome) -> Turn:
     request = outcome.request
     names = (facts.schedule.holder_name,) if facts.schedule else ()
     masked_message, digests = conversation_message_mask(
-        conversation_id=request.conversation_id, text=request.message, names=names
+        conversation_id=request.conversation_id,
+        text=request.message,
+        names=names,
+        known_digests=request.conversation_name_digests,
     )
     reason = outcome.draft.pending_reason
     cards = outcome.cards or CardRetrieval()

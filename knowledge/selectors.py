@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from typing import Literal
 
 from django.core.cache import cache
@@ -21,6 +21,8 @@ class ReleaseWindow:
     effective_from: date
     effective_to: date | None
     channels: tuple[str, ...]
+    # When the version was ingested: the directory's cache key (see clause_directory).
+    ingested_at: datetime | None = None
 
     def covers(self, on: date) -> bool:
         return self.effective_from <= on and (self.effective_to is None or on < self.effective_to)
@@ -46,6 +48,7 @@ def approved_release_windows(*, line: str) -> list[ReleaseWindow]:
             effective_from=r.version.effective_from,
             effective_to=r.version.effective_to,
             channels=tuple(r.version.channels),
+            ingested_at=r.version.ingested_at,
         )
         for r in releases
     ]
@@ -103,15 +106,27 @@ def _ingested_version(version_id: int) -> WordingVersion:
     return version
 
 
-def clause_directory(*, version_id: int) -> ClauseDirectory:
+def _directory_key(version_id: int, ingested_at: datetime) -> str:
+    return f"knowledge:clause-directory:{version_id}:{ingested_at.timestamp()}"
+
+
+def clause_directory(*, version_id: int, ingested_at: datetime | None = None) -> ClauseDirectory:
     """Ids and titles of the customer-visible clauses of an ingested version.
 
     Cached in the Django cache under a key that includes the version's
     ingestion time. Raises ``WordingVersion.DoesNotExist`` for an unknown id
     and ``LookupError`` for a version that is not ingested.
+
+    ``ingested_at``: the version's ingestion time as the caller has just read
+    it from an ingested version (the route step has, from the approved
+    releases); with it a cached directory is served without a query.
     """
+    if ingested_at is not None:
+        directory = cache.get(_directory_key(version_id, ingested_at))
+        if directory is not None:
+            return directory
     version = _ingested_version(version_id)
-    key = f"knowledge:clause-directory:{version.pk}:{version.ingested_at.timestamp()}"
+    key = _directory_key(version.pk, version.ingested_at)
     directory = cache.get(key)
     if directory is None:
         rows = version.clauses.filter(visibility=Clause.Visibility.CUSTOMER).order_by("position")

@@ -166,7 +166,9 @@ def turn_run(
         from knowledge.selectors import clause_directory
 
         with steps.step("directory") as payload:
-            directory = clause_directory(version_id=wording.version_id)
+            directory = clause_directory(
+                version_id=wording.version_id, ingested_at=wording.ingested_at
+            )
             payload["clauses"] = len(directory.entries)
         with steps.step("cards") as payload:
             card_index = served_index()

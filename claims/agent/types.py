@@ -100,6 +100,9 @@ class TurnRequest:
     # The conversation's confirmed facts as the endpoint loaded them.
     conversation_policy_number: str = ""
     conversation_line: str = ""
+    # The conversation's name digests as the endpoint loaded them (masking);
+    # None: the record step reads them.
+    conversation_name_digests: tuple[str, ...] | None = None
     # Replaces the route step's choice (same line checks): the release gate
     # replays questions on a candidate version through the same pipeline.
     pinned_version_id: int | None = None
@@ -145,6 +148,9 @@ class WordingChoice:
     label: str = ""
     reason_code: str = ""
     reason: str = ""
+    # The routed version's ingestion time, as the route step read it (the
+    # directory's cache key: the directory step then runs no query).
+    ingested_at: datetime | None = None
 
 
 @dataclass(frozen=True)

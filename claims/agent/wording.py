@@ -40,11 +40,13 @@ def turn_wording_choose(facts: Facts, *, pinned_version_id: int | None = None) -
         return WordingChoice(
             kind="not_routable", reason_code=route.reason_code, reason=route.reason
         )
+    window = next((r for r in releases if r.version_id == route.version_id), None)
     return WordingChoice(
         kind="routed",
         version_id=route.version_id,
         document_id=route.document_id,
         label=route.label,
+        ingested_at=window.ingested_at if window is not None else None,
     )
 
 

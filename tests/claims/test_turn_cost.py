@@ -1,0 +1,76 @@
+"""What a turn costs: database queries through the endpoint, warm-up, a frozen heap."""
+
+import gc
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from claims.agent.cards import served_index_forget
+from claims.agent.selection.index import INDEXES
+from tests.claims.test_turn_api import RENTAL, say, start
+
+pytestmark = pytest.mark.django_db
+
+# facts (conversation, history, schedule), route (releases), cards (index
+# stamp), resolve (clauses), record (turn, tool call, conversation's names,
+# schedule read) and the token: bench_turns counts the same queries.
+TURN_QUERIES_MAX = 13
+
+
+def test_a_routed_turn_runs_at_most_thirteen_queries_through_the_endpoint(api_client):
+    conversation = start(api_client, "NW-MTR-204518")
+    say(api_client, conversation, "Is my windscreen covered?")  # builds indexes, caches
+    with CaptureQueriesContext(connection) as queries:
+        body = say(api_client, conversation, RENTAL)
+    assert body["citations"][0]["clause_id"] == "MTR-BEN-03"
+    sql = [q["sql"] for q in queries.captured_queries]
+    assert len(sql) <= TURN_QUERIES_MAX, "\n".join(s[:120] for s in sql)
+    # The directory comes from the cache without re-reading the version, and
+    # the names the conversation has learnt come with the conversation.
+    assert not any('FROM "knowledge_wordingversion"' in s for s in sql)
+    assert sum('FROM "claims_conversation"' in s for s in sql) == 1
+
+
+def test_warm_up_loads_what_the_first_turn_needs_and_freezes_the_heap(api_client):
+    from claims.agent.warmup import agent_warm_up
+
+    INDEXES.clear()
+    served_index_forget()
+    try:
+        timings = agent_warm_up()
+        assert gc.get_freeze_count() > 10_000
+        assert set(timings) == {"embedder", "chooser", "cards", "gc_freeze"}
+        built = INDEXES.builds
+        conversation = start(api_client, "NW-HOM-310042")
+        say(api_client, conversation, "Is storm damage to my roof covered?")
+        conversation = start(api_client, "NW-MTR-204518")
+        say(api_client, conversation, RENTAL)
+        assert INDEXES.builds == built, "a turn after the warm-up built a selector index"
+    finally:
+        gc.unfreeze()
+
+
+def test_gunicorn_workers_warm_up_before_their_first_request(monkeypatch):
+    from northwind import gunicorn_conf
+
+    called = []
+    monkeypatch.setattr("claims.agent.warmup.agent_warm_up", lambda: called.append(True))
+    monkeypatch.setattr("django.db.connections.close_all", lambda: None)  # the test's own
+    gunicorn_conf.post_worker_init(worker=None)
+    assert called == [True]
+    monkeypatch.setenv("NORTHWIND_WARM_UP", "0")
+    gunicorn_conf.post_worker_init(worker=None)
+    assert called == [True]
+
+
+def test_the_embedder_threads_sleep_between_runs():
+    """Spinning intra-op threads doubled a query's CPU time and slowed the turn on a busy
+    machine (docs/evaluation.md)."""
+    from knowledge.embedding import OnnxMiniLMEmbedder
+
+    session = OnnxMiniLMEmbedder(threads=2)._session
+    entry = session.get_session_options().get_session_config_entry(
+        "session.intra_op.allow_spinning"
+    )
+    assert entry == "0"
