@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from knowledge.models import Clause, WordingVersion
-from knowledge.storage import object_read_once
+from knowledge.storage import object_read_once, object_reads_are_remote
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +30,33 @@ logger = logging.getLogger(__name__)
 @functools.cache
 def _readers() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=3, thread_name_prefix="clause-store")
+
+
+class _Done:
+    """A read already made, shaped like the pool's future (local files)."""
+
+    def __init__(self, key: str) -> None:
+        try:
+            self._data, self._error = object_read_once(key), None
+        except Exception as exc:
+            self._data, self._error = b"", exc
+
+    def result(self) -> bytes:
+        if self._error is not None:
+            raise self._error
+        return self._data
+
+
+def _reads_start(keys: list[str]) -> list:
+    """The reads of ``keys``: on S3 in parallel; local files in this thread.
+
+    A local read takes microseconds; handing it to a pool thread and back
+    cost more than the read, and on a busy machine each hand-over waits for
+    a time slice (resolve wall p95 30 ms for 3 ms of CPU).
+    """
+    if object_reads_are_remote():
+        return [_readers().submit(object_read_once, key) for key in keys]
+    return [_Done(key) for key in keys]
 
 
 @dataclass(frozen=True)
@@ -86,7 +113,7 @@ class StorageClauseStore:
         not_found = tuple(c for c in wanted if c not in by_id)
 
         rows = [by_id[c] for c in wanted if c in by_id]
-        reads = [_readers().submit(object_read_once, row.storage_key) for row in rows]
+        reads = _reads_start([row.storage_key for row in rows])
         returned = []
         for row, read in zip(rows, reads, strict=True):
             clause_id = row.clause_id

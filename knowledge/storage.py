@@ -103,6 +103,14 @@ def object_read_once(key: str) -> bytes:
         return handle.read()
 
 
+def object_reads_are_remote() -> bool:
+    """Whether a read is a network round trip (S3), worth overlapping with others."""
+    from django.core.files.storage import storages
+    from storages.backends.s3 import S3Storage
+
+    return isinstance(storages["default"], S3Storage)
+
+
 def object_delete(key: str) -> None:
     """Delete ``key`` if it is there (deleting a missing object is not an error)."""
     storage_call(lambda: default_storage.delete(key), what=f"delete {key}")

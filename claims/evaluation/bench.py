@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import os
 import resource
 import statistics
 import time
@@ -31,6 +32,10 @@ def percentile(values: list[float], p: float) -> float:
 class BenchResult:
     turns: int = 0
     server_ms: list[float] = field(default_factory=list)
+    # CPU time of the process (every thread, ONNX Runtime's too) per turn: on a
+    # machine shared with other jobs, the wall time measures the contention.
+    cpu_ms: list[float] = field(default_factory=list)
+    load_average: tuple[float, float] = (0.0, 0.0)  # 1-minute, before and after
     queries: list[int] = field(default_factory=list)
     steps: dict[str, list[float]] = field(default_factory=dict)
     peak_memory_mb: float = 0.0
@@ -43,6 +48,8 @@ class BenchResult:
         return {
             "turns": self.turns,
             "server_ms": pcts(self.server_ms),
+            "cpu_ms": pcts(self.cpu_ms),
+            "load_average": [round(x, 2) for x in self.load_average],
             "queries_per_turn": {
                 "mean": round(statistics.fmean(self.queries), 2) if self.queries else 0,
                 "max": max(self.queries, default=0),
@@ -54,6 +61,13 @@ class BenchResult:
 
 
 _TURN_NUMBERS = itertools.count()
+
+
+def _load_average() -> float:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return 0.0
 
 
 def _questions():
@@ -90,19 +104,24 @@ def turns_bench(
         policy, message = next(questions)
         client.message_send(client.conversation_start(policy), message)
     result = BenchResult()
+    load_before = _load_average()
     for _ in range(turns):
         policy, message = next(questions)
         conversation = client.conversation_start(policy)
         with CaptureQueriesContext(connection) as queries:
             started = time.perf_counter()
+            cpu_started = time.process_time()
             reply = client.message_send(conversation, message)
+            cpu = (time.process_time() - cpu_started) * 1000
             elapsed = (time.perf_counter() - started) * 1000
         result.server_ms.append(elapsed)
+        result.cpu_ms.append(cpu)
         result.queries.append(len(queries.captured_queries))
         turn = Turn.objects.get(pk=reply.body["turn_id"])
         for step, ms in (turn.timings_ms or {}).items():
             result.steps.setdefault(step, []).append(float(ms))
         result.turns += 1
+    result.load_average = (load_before, _load_average())
     # Memory separately: tracemalloc slows every allocation, so it must not
     # run while the turns are timed.
     tracemalloc.start()
@@ -247,7 +266,6 @@ def throughput_bench(
     worker's peak RSS read from /proc at the end.
     """
     import json
-    import os
     import subprocess
     import sys
     import urllib.request

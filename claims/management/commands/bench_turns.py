@@ -13,6 +13,7 @@ rolled back at the end.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -145,6 +146,11 @@ class Command(BaseCommand):
         self.stdout.write(
             f"  server time per turn ms: p50 {ms['p50']}  p95 {ms['p95']}  p99 {ms['p99']}"
             f"  [{verdict}]"
+        )
+        cpu, load = s["cpu_ms"], s["load_average"]
+        self.stdout.write(
+            f"  CPU time per turn ms (process, all threads): p50 {cpu['p50']}  p95 {cpu['p95']}"
+            f"  p99 {cpu['p99']}  [load average {load[0]} -> {load[1]} on {os.cpu_count()} cores]"
         )
         self.stdout.write(f"  queries per turn: mean {q['mean']}  max {q['max']}")
         self.stdout.write(
