@@ -35,6 +35,11 @@ class BenchResult:
     # CPU time of the process (every thread, ONNX Runtime's too) per turn: on a
     # machine shared with other jobs, the wall time measures the contention.
     cpu_ms: list[float] = field(default_factory=list)
+    # Server time minus the time the request's thread sat runnable waiting for a
+    # core (Linux schedstat): the turn's time on a core, all of it when ONNX
+    # Runtime runs in that thread (NORTHWIND_EMBED_THREADS=1). A busy machine
+    # still slows the core itself (shared caches). Empty off Linux.
+    uncontended_ms: list[float] = field(default_factory=list)
     load_average: tuple[float, float] = (0.0, 0.0)  # 1-minute, before and after
     queries: list[int] = field(default_factory=list)
     steps: dict[str, list[float]] = field(default_factory=dict)
@@ -49,6 +54,7 @@ class BenchResult:
             "turns": self.turns,
             "server_ms": pcts(self.server_ms),
             "cpu_ms": pcts(self.cpu_ms),
+            "uncontended_ms": pcts(self.uncontended_ms) if self.uncontended_ms else None,
             "load_average": [round(x, 2) for x in self.load_average],
             "queries_per_turn": {
                 "mean": round(statistics.fmean(self.queries), 2) if self.queries else 0,
@@ -61,6 +67,15 @@ class BenchResult:
 
 
 _TURN_NUMBERS = itertools.count()
+
+
+def _runqueue_wait_ms() -> float | None:
+    """This thread's time spent runnable but not running, in ms (None off Linux)."""
+    try:
+        with open("/proc/thread-self/schedstat", encoding="ascii") as f:
+            return int(f.read().split()[1]) / 1e6
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _load_average() -> float:
@@ -109,13 +124,17 @@ def turns_bench(
         policy, message = next(questions)
         conversation = client.conversation_start(policy)
         with CaptureQueriesContext(connection) as queries:
+            waited = _runqueue_wait_ms()
             started = time.perf_counter()
             cpu_started = time.process_time()
             reply = client.message_send(conversation, message)
             cpu = (time.process_time() - cpu_started) * 1000
             elapsed = (time.perf_counter() - started) * 1000
+            waited_after = _runqueue_wait_ms()
         result.server_ms.append(elapsed)
         result.cpu_ms.append(cpu)
+        if waited is not None and waited_after is not None:
+            result.uncontended_ms.append(elapsed - (waited_after - waited))
         result.queries.append(len(queries.captured_queries))
         turn = Turn.objects.get(pk=reply.body["turn_id"])
         for step, ms in (turn.timings_ms or {}).items():

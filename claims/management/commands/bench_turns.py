@@ -152,6 +152,12 @@ class Command(BaseCommand):
             f"  CPU time per turn ms (process, all threads): p50 {cpu['p50']}  p95 {cpu['p95']}"
             f"  p99 {cpu['p99']}  [load average {load[0]} -> {load[1]} on {os.cpu_count()} cores]"
         )
+        if s.get("uncontended_ms"):
+            u = s["uncontended_ms"]
+            self.stdout.write(
+                f"  server time minus run-queue wait ms: p50 {u['p50']}  p95 {u['p95']}"
+                f"  p99 {u['p99']}  (time on a core; all of it with NORTHWIND_EMBED_THREADS=1)"
+            )
         self.stdout.write(f"  queries per turn: mean {q['mean']}  max {q['max']}")
         self.stdout.write(
             f"  peak Python memory in a turn loop (tracemalloc): {s['peak_memory_mb']} MB;"
