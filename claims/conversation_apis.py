@@ -70,7 +70,7 @@ class ConversationDetailApi(APIView):
         parameters=[
             OpenApiParameter(
                 "after",
-                {"type": "string", "pattern": r"^\s*(c[0-9]{1,17})?\s*$"},
+                {"type": "string", "pattern": r"^\s*([sc][0-9]{1,17})?\s*$"},
                 required=False,
                 description="A cursor from an earlier answer: only messages, turns and "
                 "pending questions newer than it.",

@@ -102,6 +102,11 @@ class Conversation(models.Model):
         help_text="Keyed digests of the names the customer gave, so later messages mask "
         "them too; the names themselves are never stored.",
     )
+    change_seq = models.PositiveBigIntegerField(
+        default=0,
+        help_text="The number of the last change a client may poll for (a turn, an answer); "
+        "increased under the row's lock, so it counts in commit order.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -143,6 +148,9 @@ class Turn(models.Model):
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="turns")
     trace_id = models.CharField(max_length=64, unique=True, default=uuid.uuid4)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    seq = models.PositiveBigIntegerField(
+        default=0, help_text="The conversation's change number this turn was stored under."
+    )
     message = models.TextField(help_text="The customer's message, personal data masked.")
     reply = models.TextField()
     guidance_status = models.CharField(max_length=32, choices=GuidanceStatus.choices)
@@ -240,8 +248,10 @@ class PendingQuestion(models.Model):
     )
     dismiss_reason = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-    # Any change a client may poll for (status, answer): the conversation cursor reads it.
     updated_at = models.DateTimeField(auto_now=True, db_index=True)
+    # Any change a client may poll for (opened, answered, dismissed): the
+    # conversation's change number it was made under; the cursor reads it.
+    seq = models.PositiveBigIntegerField(default=0)
     taken_at = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)
     closed_by = models.ForeignKey(

@@ -39,15 +39,33 @@ class CursorError(ValueError):
     """A cursor the API did not hand out."""
 
 
-def cursor_encode(moment: datetime) -> str:
-    """An opaque cursor: the moment of the newest thing the client was shown."""
-    return f"c{int(moment.timestamp() * 1_000_000)}"
+@dataclass(frozen=True)
+class Cursor:
+    """Where a client's last read ended: the conversation's change number.
+
+    ``moment`` is set instead for a time cursor (``c<microseconds>``) handed
+    out by earlier releases; it is still honoured, by time.
+    """
+
+    seq: int = 0
+    moment: datetime | None = None
 
 
-def cursor_decode(cursor: str) -> datetime:
-    if not re.fullmatch(r"c[0-9]{1,17}", cursor):
-        raise CursorError("Pass back a cursor this API returned, such as c1764550000000000.")
-    return datetime.fromtimestamp(int(cursor[1:]) / 1_000_000, tz=UTC)
+def cursor_encode(seq: int) -> str:
+    """An opaque cursor: the number of the newest change the client was shown.
+
+    Fixed width, so cursors also compare as strings (and above the ``c``
+    time cursors of earlier releases).
+    """
+    return f"s{seq:012d}"
+
+
+def cursor_decode(cursor: str) -> Cursor:
+    if re.fullmatch(r"s[0-9]{1,17}", cursor):
+        return Cursor(seq=int(cursor[1:]))
+    if re.fullmatch(r"c[0-9]{1,17}", cursor):
+        return Cursor(moment=datetime.fromtimestamp(int(cursor[1:]) / 1_000_000, tz=UTC))
+    raise CursorError("Pass back a cursor this API returned, such as s000000000012.")
 
 
 def _iso(moment: datetime) -> str:
@@ -90,22 +108,42 @@ class ConversationView:
 
 
 def conversation_view(
-    conversation: Conversation, *, after: datetime | None = None
+    conversation: Conversation, *, after: Cursor | None = None
 ) -> ConversationView:
     """Messages in order (customer, agent, staff) and pending questions, newer than ``after``.
 
     A turn's customer message and agent reply share the turn's time; a staff
     answer is at the moment it was given. Pending questions are listed when
     they changed after ``after`` (opened, answered, dismissed).
+
+    "Newer" is by the conversation's change number, not by time: a turn that
+    started before a staff answer but was stored after it is still newer than
+    a cursor taken in between. The number is read first and only changes up
+    to it are shown, so one stored while this reads waits for the next poll.
     """
-    turns = list(conversation.turns.order_by("created_at", "pk").select_related("pending_question"))
-    entries = list(conversation.pending_questions.order_by("created_at", "pk"))
-    newest = [conversation.created_at]
+    upto = Conversation.objects.values_list("change_seq", flat=True).get(pk=conversation.pk)
+
+    def newer(seq: int, moment: datetime | None) -> bool:
+        if seq > upto:
+            return False
+        if after is None:
+            return True
+        if after.moment is not None:
+            return moment is not None and moment > after.moment
+        return seq > after.seq
+
+    turns = list(
+        conversation.turns.filter(seq__lte=upto)
+        .order_by("created_at", "pk")
+        .select_related("pending_question")
+    )
+    entries = list(
+        conversation.pending_questions.filter(seq__lte=upto).order_by("created_at", "pk")
+    )
     timeline: list[tuple[datetime, int, dict]] = []
     shown_turns = []
     for turn in turns:
-        newest.append(turn.created_at)
-        if after is not None and turn.created_at <= after:
+        if not newer(turn.seq, turn.created_at):
             continue
         shown_turns.append(turn)
         reference = turn.pending_question.reference if turn.pending_question else None
@@ -118,19 +156,19 @@ def conversation_view(
         timeline.append((turn.created_at, 1, agent))
     pending = []
     for entry in entries:
-        newest.append(entry.updated_at)
+        if not newer(entry.seq, entry.updated_at):
+            continue
         message = staff_message(entry)
-        if message and (after is None or entry.closed_at > after):
+        if message and entry.closed_at is not None:
             timeline.append((entry.closed_at, 2, message))
-        if after is None or entry.updated_at > after:
-            pending.append(pending_question_public(entry))
+        pending.append(pending_question_public(entry))
     timeline.sort(key=lambda item: (item[0], item[1]))
     return ConversationView(
         conversation=conversation,
         turns=shown_turns,
         messages=[message for _, _, message in timeline],
         pending_questions=pending,
-        cursor=cursor_encode(max(newest + ([after] if after else []))),
+        cursor=cursor_encode(max(upto, after.seq if after else 0)),
     )
 
 

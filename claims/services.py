@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import models, transaction
 from django.utils import timezone
 
 from claims.agent.cards import CardRetrieval
@@ -74,6 +74,17 @@ def reply_rate(*, turn: Turn, rating: str, comment: str = "") -> ReplyRating:
         return existing
 
 
+def conversation_change_next(conversation_id: int) -> int:
+    """The next change number of a conversation, for a turn or a queue change.
+
+    Call inside the transaction that stores the change: the UPDATE holds the
+    conversation's row lock until commit, so numbers become visible in the
+    order they were given and a client's ``?after=`` cursor never skips one.
+    """
+    Conversation.objects.filter(pk=conversation_id).update(change_seq=models.F("change_seq") + 1)
+    return Conversation.objects.values_list("change_seq", flat=True).get(pk=conversation_id)
+
+
 def pending_question_open(
     *,
     conversation_id: int,
@@ -91,6 +102,7 @@ def pending_question_open(
         line=line or "",
         policy_number=policy_number or "",
         evidence=evidence,
+        seq=conversation_change_next(conversation_id),
     )
     entry._change_reason = f"Opened by the claim agent: {reason}"
     entry.save()
@@ -196,6 +208,7 @@ def pending_question_answer(
     entry.status = PendingQuestion.Status.ANSWERED
     entry.closed_at = timezone.now()
     entry.closed_by = acting_user
+    entry.seq = conversation_change_next(entry.conversation_id)
     entry._change_reason = f"Answered by {acting_user}"
     entry.save(
         update_fields=[
@@ -205,6 +218,7 @@ def pending_question_answer(
             "status",
             "closed_at",
             "closed_by",
+            "seq",
             "updated_at",
         ]
     )
@@ -226,6 +240,7 @@ def pending_question_dismiss(*, entry_id: int, acting_user, reason: str) -> Pend
     entry.dismiss_reason = reason.strip()
     entry.closed_at = timezone.now()
     entry.closed_by = acting_user
+    entry.seq = conversation_change_next(entry.conversation_id)
     entry._change_reason = f"Dismissed by {acting_user}: {reason.strip()}"
     entry.save(
         update_fields=[
@@ -234,6 +249,7 @@ def pending_question_dismiss(*, entry_id: int, acting_user, reason: str) -> Pend
             "dismiss_reason",
             "closed_at",
             "closed_by",
+            "seq",
             "updated_at",
         ]
     )
@@ -347,6 +363,7 @@ def turn_record_save(*, outcome: TurnOutcome) -> Turn:
             reply_sent = reply_sent.replace(PENDING_REFERENCE, pending.reference)
         turn = Turn.objects.create(
             conversation_id=request.conversation_id,
+            seq=pending.seq if pending else conversation_change_next(request.conversation_id),
             trace_id=request.trace_id,
             message=masked_message,
             reply=_codes_masked(reply_sent, outcome.tool_results),

@@ -1,10 +1,12 @@
 """A client reads its conversation as it grows: messages in order, staff answers
 included, pending questions with their status, and only what is new after a cursor."""
 
+from datetime import timedelta
+
 import pytest
 from django.contrib.auth import get_user_model
 
-from claims.models import ReplyRating
+from claims.models import ReplyRating, Turn
 from claims.services import pending_question_answer
 
 pytestmark = pytest.mark.django_db
@@ -73,13 +75,48 @@ def test_messages_in_order_with_the_staff_answer_and_the_pending_status(api_clie
     assert whole["cursor"] > cursor  # same width: the cursors compare as strings too
 
 
-@pytest.mark.parametrize("cursor", ["yesterday", "c12x", "c" + "9" * 40, "-1"])
+def test_a_turn_stored_after_a_newer_staff_answer_is_not_skipped(api_client):
+    """The cursor counts changes in the order they were stored, not by their times.
+
+    A turn that started before a staff answer but was stored after the client
+    polled (a slow model, a busy database) still comes after that cursor.
+    """
+    conversation = _start(api_client)
+    entry_id = _say(api_client, conversation, "Can I get a hire car while mine is fixed?")[
+        "pending_question"
+    ]["id"]
+    agent = get_user_model().objects.get(username="demo-agent")
+    answered = pending_question_answer(entry_id=entry_id, acting_user=agent, answer=ANSWER)
+    cursor = api_client.get(f"/api/v1/conversations/{conversation}/").json()["cursor"]
+
+    late = _say(api_client, conversation, "And a courtesy car?")
+    Turn.objects.filter(pk=late["turn_id"]).update(
+        created_at=answered.closed_at - timedelta(seconds=5)
+    )
+
+    after = api_client.get(f"/api/v1/conversations/{conversation}/?after={cursor}").json()
+    assert [t["turn_id"] for t in after["turns"]] == [late["turn_id"]]
+    assert [m["role"] for m in after["messages"]] == ["customer", "agent"]
+    assert after["cursor"] > cursor
+
+
+def test_a_time_cursor_of_an_earlier_release_still_reads_by_time(api_client):
+    conversation = _start(api_client)
+    _say(api_client, conversation, "Can I get a hire car while mine is fixed?")
+    response = api_client.get(f"/api/v1/conversations/{conversation}/?after=c1000000")
+    assert response.status_code == 200
+    assert [m["role"] for m in response.json()["messages"]] == ["customer", "agent"]
+    now = api_client.get(f"/api/v1/conversations/{conversation}/?after=c9{'0' * 16}").json()
+    assert now["messages"] == [] and now["cursor"].startswith("s")
+
+
+@pytest.mark.parametrize("cursor", ["yesterday", "c12x", "c" + "9" * 40, "s-1", "-1"])
 def test_a_cursor_the_api_did_not_give_is_a_400(api_client, cursor):
     conversation = _start(api_client)
     response = api_client.get(f"/api/v1/conversations/{conversation}/?after={cursor}")
     assert response.status_code == 400
     assert response.json() == {
-        "after": ["Pass back a cursor this API returned, such as c1764550000000000."]
+        "after": ["Pass back a cursor this API returned, such as s000000000012."]
     }
 
 
