@@ -101,6 +101,11 @@ def _route(line: str, policy, windows: list[ReleaseWindow], today: date) -> tupl
     return None, f"no wording ({route.reason})"
 
 
+def policies_count(count: int) -> str:
+    """ "1 policy", "2 policies": the count as the pages and messages say it."""
+    return f"{count} {'policy' if count == 1 else 'policies'}"
+
+
 def policies_in_force(line: str, today: date):
     """Active schedules of ``line`` whose term holds ``today``."""
     from django.db.models import Q
@@ -166,9 +171,10 @@ def routing_impact(
             and r.sales_channel in candidate.channels
         ]
         if started_after:
+            numbers = ", ".join(r.policy_number for r in started_after[:5])
             flags.append(
-                f"{candidate} starts before the current term of {len(started_after)} "
-                f"policies in force ({', '.join(r.policy_number for r in started_after[:5])}"
+                f"{candidate} starts before the current term of "
+                f"{policies_count(len(started_after))} in force ({numbers}"
                 f"{', …' if len(started_after) > 5 else ''}): their wording would change "
                 "mid-term."
             )

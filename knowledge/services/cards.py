@@ -148,7 +148,7 @@ def card_content_clean(content: CardContent) -> CardContent:
     What only the gates decide (lengths, how many aliases) is left for them,
     so a draft can be saved half-written.
     """
-    errors: list[str] = []
+    errors: list[str] = _characters_errors(content)
     line = (content.line or "").strip().lower()
     if line and line not in Line.values:
         errors.append(f"Line {line!r} is not one of {', '.join(Line.values)} (or empty for all).")
@@ -220,6 +220,34 @@ def card_content_clean(content: CardContent) -> CardContent:
         next_review_on=content.next_review_on,
         duplicate_justification=(content.duplicate_justification or "").strip(),
     )
+
+
+_TEXT_FIELDS = (
+    "topic",
+    "question",
+    "aliases",
+    "conclusion",
+    "detail",
+    "source_reference",
+    "duplicate_justification",
+)
+
+
+def _characters_errors(content: CardContent) -> list[str]:
+    """A NUL or another control character (a file saved as UTF-16, a PDF paste) is refused."""
+    from knowledge.services.ingestion import character_name, text_disallowed_characters
+
+    errors = []
+    for name in _TEXT_FIELDS:
+        value = getattr(content, name) or ""
+        text = "\n".join(value) if isinstance(value, list) else str(value)
+        bad = text_disallowed_characters(text)
+        if bad:
+            errors.append(
+                f"The {name.replace('_', ' ')} holds the character {character_name(bad[0][1])}, "
+                "which a card cannot hold; save the file as plain UTF-8 text."
+            )
+    return errors
 
 
 def _sections_errors(sections: list[str], line: str) -> list[str]:

@@ -104,10 +104,26 @@ def _reason(text: str) -> str:
     return _printable(" ".join(text.split()), CHANGE_REASON_MAX)
 
 
-def _character_name(char: str) -> str:
+def character_name(char: str) -> str:
+    """``U+0000 (NUL)``: a character as an error message names it."""
     code = ord(char)
     name = _CONTROL_NAMES.get(code) or unicodedata.name(char, "a control character")
     return f"U+{code:04X} ({name})"
+
+
+def text_disallowed_characters(text: str) -> list[tuple[int, str]]:
+    """(column, character) of each character no stored text may hold on one line.
+
+    Line breaks, tabs and carriage returns are text; every other control
+    character is not (PostgreSQL cannot store NUL at all), nor the Unicode
+    line and paragraph separators.
+    """
+    return [
+        (column, char)
+        for column, char in enumerate(text, start=1)
+        if (unicodedata.category(char) == "Cc" and char not in _ALLOWED_CONTROLS | {"\n"})
+        or char in "\u2028\u2029"
+    ]
 
 
 def source_text_errors(text: str) -> list[dict]:
@@ -121,12 +137,7 @@ def source_text_errors(text: str) -> list[dict]:
     errors: list[dict] = []
     bad_lines = 0
     for number, line in enumerate(text.split("\n"), start=1):
-        bad = [
-            (column, char)
-            for column, char in enumerate(line, start=1)
-            if (unicodedata.category(char) == "Cc" and char not in _ALLOWED_CONTROLS)
-            or char in "\u2028\u2029"
-        ]
+        bad = text_disallowed_characters(line)
         if not bad:
             continue
         bad_lines += 1
@@ -138,7 +149,7 @@ def source_text_errors(text: str) -> list[dict]:
             {
                 "line": number,
                 "message": (
-                    f"column {column}: the character {_character_name(char)} is not allowed in "
+                    f"column {column}: the character {character_name(char)} is not allowed in "
                     f"a wording source{more}; save the file as plain UTF-8 text"
                     + (" (a NUL often means the file was saved as UTF-16)" if char == "\0" else "")
                 ),

@@ -444,23 +444,25 @@ def release_transition(
                 notes.append(f"Gate overridden: {override}")
             release.superseded_version = plan.superseded
         if action == ReleaseAction.WITHDRAW:
-            from knowledge.release_impact import routing_impact
+            from knowledge.release_impact import policies_count, routing_impact
 
             impact = routing_impact(release.line, plan, today=today)
             if impact.newly_unrouted and not confirm_unrouted:
                 raise ReleaseError(
-                    f"Withdrawing leaves {len(impact.newly_unrouted)} policies in force with "
-                    "no wording: "
+                    f"Withdrawing leaves {policies_count(len(impact.newly_unrouted))} in force "
+                    "with no wording: "
                     + ", ".join(p.policy_number for p in impact.newly_unrouted[:10])
                     + ". Confirm that this is intended, with a reason, to withdraw anyway.",
                     code="would_unroute",
                 )
             if impact.newly_unrouted:
                 history.append(
-                    f"Confirmed: {len(impact.newly_unrouted)} policies in force are left with "
-                    "no wording."
+                    f"Confirmed: {policies_count(len(impact.newly_unrouted))} in force "
+                    f"{'is' if len(impact.newly_unrouted) == 1 else 'are'} left with no wording."
                 )
-                notes.append(f"Confirmed: {len(impact.newly_unrouted)} policies left unrouted")
+                notes.append(
+                    f"Confirmed: {policies_count(len(impact.newly_unrouted))} left unrouted"
+                )
         for change in plan.changes:
             _window_end_move(change, release=release, action=action, acting_user=acting_user)
             history.append(change.summary)

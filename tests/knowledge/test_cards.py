@@ -287,6 +287,26 @@ def test_a_csv_with_a_bad_row_imports_nothing_and_names_the_row(demo):
     ]
 
 
+@pytest.mark.parametrize(
+    "data, error",
+    [
+        (b"", "The header lacks conclusion, question"),
+        (b"question,conclusion\nWhen is the office open\x00?,Nine to five.\n", "U+0000 (NUL)"),
+        (b"question,conclusion\nOpen?,Nine\x1bto five.\n", "U+001B (ESC)"),
+        ("question,conclusion\nOpen?,Nine\u2028to five.\n".encode(), "U+2028"),
+        ("question,conclusion\nCaf\xe9?,Yes.\n".encode("latin-1"), "not UTF-8"),
+        (b"question,conclusion\n" + b"a,b\n" * 300_000, "at most 1024 KB"),
+    ],
+    ids=["empty", "nul", "escape", "line-separator", "latin-1", "huge"],
+)
+def test_a_csv_no_card_can_hold_is_refused_with_a_clear_error(demo, data, error):
+    """PostgreSQL cannot store a NUL: it is refused before anything is written."""
+    before = Card.objects.count()
+    result = cards_csv_import(data=data, acting_user=_user("demo-editor"))
+    assert any(error in e for e in result.errors), result.errors
+    assert result.created == [] and Card.objects.count() == before
+
+
 def test_a_staff_answer_in_the_queue_becomes_a_draft_card(demo):
     from claims.models import Conversation, PendingQuestion
 

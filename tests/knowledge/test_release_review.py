@@ -118,7 +118,7 @@ def test_the_impact_of_approving_counts_the_policies_whose_wording_changes(demo)
     assert impact.flags[0] == (
         "Backdated: NW-HOME 2026.3 starts on 2026-07-15, before today (2026-12-01)."
     )
-    assert "before the current term of 1 policies in force (NW-HOM-310042)" in impact.flags[1]
+    assert "before the current term of 1 policy in force (NW-HOM-310042)" in impact.flags[1]
 
 
 @pytest.mark.django_db
