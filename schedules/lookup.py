@@ -173,7 +173,9 @@ class HttpScheduleSource:
     """
 
     def __init__(self, base_url: str | None = None, *, timeout: float = 3.0):
-        self.base_url = (base_url or getattr(settings, "SCHEDULE_SOURCE_URL", "")).rstrip("/")
+        self.base_url = str(base_url or getattr(settings, "SCHEDULE_SOURCE_URL", "") or "").rstrip(
+            "/"
+        )
         if not self.base_url:
             raise ScheduleSourceError("HttpScheduleSource needs a base URL (SCHEDULE_SOURCE_URL).")
         self.timeout = timeout

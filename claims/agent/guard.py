@@ -18,6 +18,8 @@ What the guard removes is returned as findings and stored in the run record.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import Literal
 
 from claims.agent.types import CheckedDraft, GuardFinding, StatusBacking
 
@@ -132,7 +134,7 @@ def sentences(text: str) -> list[str]:
     return [s for s in _SENTENCE_SPLIT.split(text) if s.strip()]
 
 
-def matches_any(patterns: list[re.Pattern], text: str) -> bool:
+def matches_any(patterns: list[re.Pattern[str]], text: str) -> bool:
     return any(p.search(text) for p in patterns)
 
 
@@ -181,12 +183,13 @@ def verbatim_quotes_protect(line: str, clause_texts: list[str]) -> tuple[str, li
     units = set().union(*(_units(t) for t in clause_texts)) if clause_texts else set()
     kept: list[str] = []
 
-    def replace(match: re.Match) -> str:
+    def replace(match: re.Match[str]) -> str:
+        whole: str = match.group(0)
         quoted = _squash(match.group(1) or match.group(2)).rstrip(".;:,")
         if quoted in units:
-            kept.append(match.group(0))
+            kept.append(whole)
             return f"\x00{len(kept) - 1}\x00"
-        return match.group(0)
+        return whole
 
     return _QUOTED.sub(replace, line), kept
 
@@ -303,9 +306,15 @@ def foreign_numbers(
     return found
 
 
+# The rules a sentence can break (GuardFinding.rule, less the citation-only ones).
+SentenceRule = Literal[
+    "citation", "decision", "unbacked_action", "time_promise", "uncited_answer", "data_scope"
+]
+
+
 def _foreign_data(
     sentence: str, policy_number: str | None, backings: tuple[StatusBacking, ...]
-) -> str | None:
+) -> SentenceRule | None:
     if policy_number is None:
         return None
     return "data_scope" if foreign_numbers(sentence, policy_number, backings) else None
@@ -332,7 +341,7 @@ def _sentence_violation(
     pending_reference: str | None,
     *,
     stated_by_card: bool = False,
-) -> str | None:
+) -> SentenceRule | None:
     """The rule a sentence breaks (verbatim clause quotations set aside), or None.
 
     ``returned`` holds the clause and card ids returned this turn;
@@ -358,8 +367,8 @@ def _sentence_violation(
 
 def text_violations(
     text: str,
-    clause_texts: list[str] = (),
-    card_texts: list[str] = (),
+    clause_texts: Sequence[str] = (),
+    card_texts: Sequence[str] = (),
     backings: tuple[StatusBacking, ...] = (),
 ) -> dict[str, int]:
     """Count decision, unbacked-action and time patterns in a final reply.

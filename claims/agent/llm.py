@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
@@ -46,6 +47,7 @@ from claims.agent.types import (
     Draft,
     Facts,
     GuidanceStatus,
+    PriorTurn,
     Risk,
     SelectionContext,
     ToolRequest,
@@ -195,7 +197,9 @@ class OpenAICompatibleModel:
     def _names(facts: Facts | None) -> tuple[str, ...]:
         return (facts.schedule.holder_name,) if facts and facts.schedule else ()
 
-    def _conversation(self, message: str, history, names) -> list[dict[str, Any]]:
+    def _conversation(
+        self, message: str, history: Sequence[PriorTurn], names: tuple[str, ...]
+    ) -> list[dict[str, Any]]:
         earlier = [
             {"role": "user", "content": delimited(self._mask(turn.message, names))}
             for turn in history[-2:]
@@ -235,8 +239,11 @@ class OpenAICompatibleModel:
     def plan(self, *, message: str, facts: Facts) -> list[ToolRequest]:
         from claims.agent.tools import tool_get
 
-        offered = [tool_get(name) for name in PLANNER_TOOLS]
-        offered = [t for t in offered if t is not None and t.risk.level <= Risk.L3.level]
+        offered = [
+            tool
+            for tool in (tool_get(name) for name in PLANNER_TOOLS)
+            if tool is not None and tool.risk.level <= Risk.L3.level
+        ]
         body = self.client.complete(
             {
                 "messages": [

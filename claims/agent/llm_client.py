@@ -83,9 +83,12 @@ class ChatClient:
             else:
                 if response.status_code == 200:
                     try:
-                        return response.json()
+                        body = response.json()
                     except ValueError as exc:
                         raise ClauseModelError(f"the model server sent no JSON ({exc})") from exc
+                    if not isinstance(body, dict):
+                        raise ClauseModelError("the model server's answer is not a JSON object")
+                    return body
                 last = f"the model server answered {response.status_code}"
                 if response.status_code not in RETRY_STATUSES:
                     break

@@ -82,7 +82,7 @@ def _configured() -> str:
     return getattr(settings, "CLAIM_AGENT_MODEL", "") or DEFAULT_CHOOSER
 
 
-def _from_path(path: str):
+def _from_path(path: str) -> object:
     from django.utils.module_loading import import_string
 
     return import_string(path)()
@@ -92,7 +92,12 @@ def chooser(name: str | None = None) -> ClauseChooser:
     """The chooser called ``name``; None means the ``CLAIM_AGENT_MODEL`` setting."""
     name = name or _configured()
     if "." in name:
-        return _from_path(name)
+        built = _from_path(name)
+        if not isinstance(built, ClauseChooser):
+            raise ValueError(
+                f"{name} is not a clause selector (a class with a name and a choose method)."
+            )
+        return built
     if name not in CHOOSERS:
         raise ValueError(f"Unknown clause selector {name!r}; choose one of {', '.join(CHOOSERS)}.")
     found = _choosers.get(name)
@@ -113,7 +118,12 @@ def writer(name: str | None = None, *, chooser_in_use: ClauseChooser | None = No
             return configured
         name = DEFAULT_WRITER
     if "." in name:
-        return _from_path(name)
+        built = _from_path(name)
+        if not isinstance(built, DraftWriter):
+            raise ValueError(
+                f"{name} is not a draft writer (a class with a name and a write method)."
+            )
+        return built
     if name not in WRITERS:
         raise ValueError(f"Unknown draft writer {name!r}; choose one of {', '.join(WRITERS)}.")
     found = _writers.get(name)

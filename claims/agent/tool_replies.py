@@ -10,6 +10,7 @@ result of this turn backs; every other one is struck.
 from __future__ import annotations
 
 from datetime import date
+from typing import Any
 
 from claims.agent.types import StatusBacking, ToolResult
 
@@ -35,7 +36,7 @@ def date_words(value: str | date) -> str:
     return f"{day.day} {day:%B %Y}"
 
 
-def _claim_sentences(claim: dict) -> list[str]:
+def _claim_sentences(claim: dict[str, Any]) -> list[str]:
     number = claim["claim_number"]
     what = claim["description"].rstrip(".")
     status = CLAIM_STATUS_WORDS[claim["status"]]
@@ -113,7 +114,7 @@ def queue_requested(results: tuple[ToolResult, ...]) -> str | None:
     """The reason a tool call of this turn asked to open a pending question, if any."""
     for result in results:
         if result.name == "queue.open" and result.status == "ok":
-            return result.output["reason"]
+            return str(result.output["reason"])
         if result.status == "not_executed":
             return "staff_action"
         if result.name == "contact.update_request" and result.status == "ok":

@@ -17,10 +17,17 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from claims.agent.tools import Tool, ToolContext, ToolOutput, ToolRefused, tool_register
+from claims.agent.tools import (
+    Arguments,
+    Tool,
+    ToolContext,
+    ToolOutput,
+    ToolRefused,
+    tool_register,
+)
 from claims.agent.types import PENDING_REFERENCE, Risk
 
 CLAUSE_ID_PATTERN = r"^(?:MTR|HOM|CNT)-[A-Z]{2,3}-\d{1,3}$"
@@ -43,9 +50,11 @@ def _object(properties: dict[str, Any], required: list[str] | None = None) -> di
 # --- L0 --------------------------------------------------------------------------
 
 
-def _clause_fetch(arguments: dict, ctx: ToolContext, timeout: float) -> ToolOutput:
+def _clause_fetch(arguments: Arguments, ctx: ToolContext, timeout: float) -> ToolOutput:
     from knowledge.clause_store import StorageClauseStore
 
+    if ctx.version_id is None:  # the auth policy (routed_wording) refuses it first
+        raise ToolRefused("no wording version is routed for this conversation")
     store = ctx.store or StorageClauseStore()
     fetch = store.fetch(version_id=ctx.version_id, clause_ids=arguments["clause_ids"])
     return ToolOutput(
@@ -92,7 +101,7 @@ CLAUSE_FETCH = tool_register(
 )
 
 
-def _card_search(arguments: dict, ctx: ToolContext, timeout: float) -> ToolOutput:
+def _card_search(arguments: Arguments, ctx: ToolContext, timeout: float) -> ToolOutput:
     """Answer cards, once the card engine (``claims.agent.cards``) is installed."""
     if importlib.util.find_spec("claims.agent.cards") is None:
         return ToolOutput(data={"cards": []}, detail="No answer cards are installed.")
@@ -149,11 +158,18 @@ tool_register(
 _POLICY_ARG = {"type": ["string", "null"], "pattern": POLICY_PATTERN}
 
 
-def _schedule_summary(arguments: dict, ctx: ToolContext, timeout: float) -> ToolOutput:
+def _own_policy(ctx: ToolContext) -> str:
+    """The conversation's confirmed policy (the auth policy refuses a call without one)."""
+    if not ctx.policy_number:
+        raise ToolRefused("no policy is confirmed for this conversation")
+    return ctx.policy_number
+
+
+def _schedule_summary(arguments: Arguments, ctx: ToolContext, timeout: float) -> ToolOutput:
     from schedules.lookup import schedule_lookup
 
-    lookup = schedule_lookup(ctx.policy_number)
-    if lookup.kind != "found":
+    lookup = schedule_lookup(_own_policy(ctx))
+    if lookup.kind != "found" or lookup.evidence is None:
         raise ToolRefused(lookup.reason)
     return ToolOutput(data={"schedule": lookup.evidence.masked_summary()})
 
@@ -175,10 +191,10 @@ tool_register(
 )
 
 
-def _claim_status(arguments: dict, ctx: ToolContext, timeout: float) -> ToolOutput:
+def _claim_status(arguments: Arguments, ctx: ToolContext, timeout: float) -> ToolOutput:
     from claims.claims_system import claims_for_policy
 
-    claims = claims_for_policy(ctx.policy_number, timeout=timeout)
+    claims = claims_for_policy(_own_policy(ctx), timeout=timeout)
     wanted = arguments.get("claim_number")
     if wanted:
         claims = [c for c in claims if c.claim_number == wanted.upper()]
@@ -237,7 +253,7 @@ tool_register(
 QUEUE_REASONS = ["claim_not_found", "staff_action"]
 
 
-def _queue_open(arguments: dict, ctx: ToolContext, timeout: float) -> ToolOutput:
+def _queue_open(arguments: Arguments, ctx: ToolContext, timeout: float) -> ToolOutput:
     # Written by the record step, in the run record's transaction.
     return ToolOutput(data={"reference": PENDING_REFERENCE, "reason": arguments["reason"]})
 
@@ -271,7 +287,7 @@ def confirmation_hash(conversation_id: int, code: str) -> str:
     return hashlib.sha256(f"{conversation_id}:{code.upper()}".encode()).hexdigest()
 
 
-def _contact_update(arguments: dict, ctx: ToolContext, timeout: float) -> ToolOutput:
+def _contact_update(arguments: Arguments, ctx: ToolContext, timeout: float) -> ToolOutput:
     from django.utils import timezone
 
     from claims.models import ContactUpdateRequest
@@ -359,7 +375,7 @@ CONTACT_UPDATE = tool_register(
 )
 
 
-def confirmation_expiry(now):
+def confirmation_expiry(now: datetime) -> datetime:
     return now + timedelta(minutes=CONFIRMATION_MINUTES)
 
 

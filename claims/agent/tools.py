@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
+from typing import Any, Literal
 
 from jsonschema import Draft202012Validator
 
@@ -34,6 +34,13 @@ from claims.agent.types import Risk, ToolRequest, ToolResult
 from claims.masking import personal_data_mask
 
 logger = logging.getLogger(__name__)
+
+# ToolResult.status: how a call ended.
+ToolStatus = Literal[
+    "ok", "invalid", "refused", "needs_confirmation", "not_executed", "timeout", "error"
+]
+# A tool's JSON arguments (checked against its input schema).
+Arguments = dict[str, Any]
 
 
 class ToolRefused(Exception):
@@ -60,7 +67,7 @@ class ToolOutput:
 
     data: dict[str, Any]
     value: Any = None
-    status: str = "ok"  # "needs_confirmation" for an L3 draft
+    status: ToolStatus = "ok"  # "needs_confirmation" for an L3 draft
     detail: str = ""
 
 
@@ -102,13 +109,13 @@ class Tool:
         }
 
 
-def _conversation_client(arguments: dict, ctx: ToolContext) -> str | None:
+def _conversation_client(arguments: Arguments, ctx: ToolContext) -> str | None:
     # The turn runs only for the API client that owns the conversation
     # (``access_conversation``); the tool may touch nothing outside it.
     return None
 
 
-def _conversation_policy(arguments: dict, ctx: ToolContext) -> str | None:
+def _conversation_policy(arguments: Arguments, ctx: ToolContext) -> str | None:
     if not ctx.policy_number:
         return "no policy is confirmed for this conversation"
     asked = arguments.get("policy_number")
@@ -117,11 +124,11 @@ def _conversation_policy(arguments: dict, ctx: ToolContext) -> str | None:
     return None
 
 
-def _routed_wording(arguments: dict, ctx: ToolContext) -> str | None:
+def _routed_wording(arguments: Arguments, ctx: ToolContext) -> str | None:
     return None if ctx.version_id else "no wording version is routed for this conversation"
 
 
-AUTH_POLICIES: dict[str, Callable[[dict, ToolContext], str | None]] = {
+AUTH_POLICIES: dict[str, Callable[[Arguments, ToolContext], str | None]] = {
     "conversation_client": _conversation_client,
     "conversation_policy": _conversation_policy,
     "routed_wording": _routed_wording,
@@ -172,7 +179,14 @@ def tool_execute(request: ToolRequest, ctx: ToolContext) -> tuple[ToolResult, An
     tool = tool_get(request.name)
     summary = arguments_summary(request.arguments)
 
-    def result(status, *, risk=None, output=None, detail="", value=None):
+    def result(
+        status: ToolStatus,
+        *,
+        risk: Risk | None = None,
+        output: dict[str, Any] | None = None,
+        detail: str = "",
+        value: Any = None,
+    ) -> tuple[ToolResult, Any]:
         duration = round((time.perf_counter() - started) * 1000, 3)
         entry = ToolResult(
             call_id=call_id,
