@@ -10,13 +10,12 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
 
+from tests.claims.fakes import FakeClaimsSystem
 from tests.conftest import REPO_ROOT, free_port
 
 SERVICE_VARIABLES = (
@@ -216,39 +215,9 @@ def test_a_streamed_claim_status_shows_its_tool_call(server_factory):
     assert "CL-260417" in events[-1][1]["reply"]
 
 
-class SlowClaimsSystem:
-    """A claims system that takes ``delay`` seconds to answer."""
-
-    def __init__(self, delay: float):
-        self.requests = 0
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):
-                fake.requests += 1
-                time.sleep(delay)
-                data = json.dumps({"claims": []}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
 def slow_claims():
-    fake = SlowClaimsSystem(delay=1.5)
+    fake = FakeClaimsSystem(default=(200, {"claims": []}), delay=1.5)
     yield fake
     fake.stop()
 

@@ -1,10 +1,7 @@
 """Tools through the claim endpoint: claim status, the L3 confirmation, L4 never run, the audit."""
 
-import json
 import re
-import threading
 from datetime import date
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.utils import timezone
@@ -13,6 +10,7 @@ from claims.agent.tools import TOOLS, ToolContext, tool_execute, tool_get, tools
 from claims.agent.types import Risk, ToolRequest
 from claims.claims_system import ClaimsSourceError, HttpClaimsSource
 from claims.models import ContactUpdateRequest, ToolCall, Turn
+from tests.claims.fakes import FakeClaimsSystem
 from tests.claims.test_turn_api import say, start
 
 pytestmark = pytest.mark.django_db
@@ -76,32 +74,6 @@ def test_a_claims_system_outage_is_said_not_guessed(api_client, settings):
     assert "can't reach our claims system" in body["reply"]
     assert body["pending_question"]["reason"] == "knowledge_unavailable"
     assert "CL-" not in body["reply"]
-
-
-class FakeClaimsSystem:
-    def __init__(self, answers):
-        self.answers = answers
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(handler):
-                status, payload = answers.get(handler.path, (404, {}))
-                data = json.dumps(payload).encode()
-                handler.send_response(status)
-                handler.send_header("Content-Type", "application/json")
-                handler.send_header("Content-Length", str(len(data)))
-                handler.end_headers()
-                handler.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def test_the_http_claims_adapter_reads_a_claims_system():
