@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import models, transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from claims.agent.cards import CardRetrieval
@@ -81,8 +81,16 @@ def conversation_change_next(conversation_id: int) -> int:
     conversation's row lock until commit, so numbers become visible in the
     order they were given and a client's ``?after=`` cursor never skips one.
     """
-    Conversation.objects.filter(pk=conversation_id).update(change_seq=models.F("change_seq") + 1)
-    return Conversation.objects.values_list("change_seq", flat=True).get(pk=conversation_id)
+    table = connection.ops.quote_name(Conversation._meta.db_table)
+    with connection.cursor() as cursor:  # one query: UPDATE … RETURNING (PostgreSQL, SQLite)
+        cursor.execute(
+            f"UPDATE {table} SET change_seq = change_seq + 1 WHERE id = %s RETURNING change_seq",
+            [conversation_id],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise Conversation.DoesNotExist(f"There is no conversation {conversation_id}.")
+    return int(row[0])
 
 
 def pending_question_open(
