@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from claims.agent import text as T
+from claims.agent.intents import asks_for_decision as asks_for_decision  # re-exported
 from claims.agent.types import (
     Assessment,
     ComposeInputs,
@@ -49,13 +50,40 @@ _COMMON = frozenset(T.stem(w) for w in "car home house contents damage loss belo
 _GENERIC = frozenset(
     T.stem(w)
     for w in "pay paid cover covered covers claim claims policy insured get help happen"
-    " happens need know".split()
+    " happens need know someone somebody anyone anybody something anything everything"
+    " thing things stuff".split()
 )
 
 
 def terms(text: str) -> frozenset[str]:
     """A customer's content stems with the wording's words for them (the toolkit's)."""
     return T.terms(text, customer=True)
+
+
+_SENTENCE_RE = re.compile(r"[^.?!\n]+[.?!]*")
+_ASKING = re.compile(
+    r"^\W*(?:and|so|but|also|then)?\W*(?:who|whose|what|what's|whats|which|why|how|is|isn't|"
+    r"was|are|am|were|will|would|can|could|should|does|do|did|has|have|any)\b",
+    re.IGNORECASE,
+)
+
+
+def focus_terms(message: str) -> frozenset[str]:
+    """What the customer asks about: the terms of the sentences that ask.
+
+    "What will insurance pay if my car is stolen? I paid by card." asks
+    about a stolen car; the card is context. A message with no asking
+    sentence, or whose asking sentence names nothing ("is that covered?"),
+    is read whole.
+    """
+    sentences = _SENTENCE_RE.findall(message)
+    asking = [s for s in sentences if s.strip().endswith("?") or _ASKING.search(s.strip())]
+    if not asking or len(asking) == len(sentences):
+        return terms(message)
+    found = terms(" ".join(asking))
+    if not (found - _GENERIC - _COMMON):
+        return terms(message)
+    return found
 
 
 # --- the clause's parts ------------------------------------------------------
@@ -91,53 +119,10 @@ def _parts(clause) -> list[Part]:
 
 # --- intents -------------------------------------------------------------------
 
-_DECISION_ASK = re.compile(
-    r"\b(will|would|are|can) (you|northwind|u|ya|they) (guys )?(definitely |actually )?"
-    r"(pay|cover|approve|accept|refund|reimburse|settle|going to pay)\b"
-    r"|\bconfirm (that )?(you|northwind|u)\b"
-    r"|\b(confirm|assure|tell) me\b[^.?!]*"
-    r"\b(pay|paid|cover|covered|approve|approved|accept|accepted)\b"
-    r"|\bconfirm\b[^.?!]*\b(claim|payment)\b"
-    r"|\b(approve|accept|pay out) (my|the|this) claim\b"
-    r"|\b(is|has) my claim (been )?(approved|accepted|covered|going to be paid)\b"
-    r"|\bwill my claim be (paid|approved|accepted)\b"
-    r"|\bguarantee\b|\bpromise\b",
-    re.IGNORECASE,
-)
-# A judgement on the customer's own event or claim: who is at fault or liable,
-# whether a decision about it was right, whether the insurer should or will act
-# on it. A general question ("can an insurer decline a claim?", "is my car
-# covered if it is stolen?") is answered from the wording instead.
-_JUDGEMENT_ASK = re.compile(
-    r"\bwho(?:'s| is| was| will be| would be)? (?:at |to )?(?:fault|blame|liable|responsible)\b"
-    r"|\b(?:am i|was i|is it|was it|it was|be|considered|deemed|found|held) "
-    r"(?:at |my |our |partly |partially |fully |100% )?(?:fault|to blame|liable)\b"
-    r"|\b(?:my|our) fault\b"
-    r"|\b(?:was|is|were|are) (?:the|this|that|my|their|your|its) "
-    r"(?:decline|denial|decision|settlement|offer|payout|assessment|valuation|estimate|"
-    r"refusal|rejection)s?\b[^.?!]{0,40}\b(?:fair|justified|right|correct|reasonable|legal|"
-    r"allowed|enough|wrong)\b"
-    r"|\bshould (?:they|you|northwind|the insurer|my insurer|the insurance company|"
-    r"my insurance company|the adjuster|the assessor)\b[^.?!]{0,40}\b(?:waive|pay|cover|accept|"
-    r"approve|refund|total|decline|deny|reduce|reimburse|settle)\b"
-    r"|\b(?:can|could|will|would) (?:they|you|northwind|my insurer|the insurer|my insurance|"
-    r"my insurance company|the insurance company|the adjuster)\b[^.?!]{0,30}\b(?:deny|decline|"
-    r"refuse|reject|drop)\b[^.?!]{0,20}\b(?:my|our) claim\b"
-    r"|\b(?:do|would|will) i (?:have|get) (?:a|any) (?:claim|case)\b"
-    r"|\bwas (?:my|the|this) claim (?:declined|denied|refused|rejected) (?:fairly|correctly|"
-    r"rightly|lawfully)\b",
-    re.IGNORECASE,
-)
-
 
 def has_content(message: str) -> bool:
     """Whether a message says anything beyond greetings and filler ("hi", "ok thanks")."""
     return bool(T.terms(message))
-
-
-def asks_for_decision(message: str) -> bool:
-    """Does the customer ask Northwind to decide or commit to a claim?"""
-    return bool(_DECISION_ASK.search(message) or _JUDGEMENT_ASK.search(message))
 
 
 # --- the reply -----------------------------------------------------------------
@@ -305,6 +290,7 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
     assert inputs.fetch is not None
     message = inputs.message
     asked = terms(message)
+    focus = focus_terms(message)
     said = T.terms(message)
     wants_money = bool(asked & _MONEY_WORDS) or "how much" in message.lower()
     wants_time = bool(asked & _TIME_WORDS) and not wants_money
@@ -320,10 +306,17 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
             continue  # a further clause that adds nothing to what was asked
         title_terms = T.terms(clause.title)
         specific = asked - title_terms - _GENERIC - answered
+        # An exclusion is matched only on what the customer asks about, and
+        # not on a word every clause of the line uses ("damage", "car"): a
+        # card mentioned in passing does not make the gift-cards line the
+        # answer to a car-theft question.
+        excluding = (specific & focus) - _COMMON
         answered |= own
 
-        def score(part: Part, specific: frozenset[str] = specific) -> int:
-            return len(specific & part.terms)
+        def score(
+            part: Part, specific: frozenset[str] = specific, excluding: frozenset[str] = excluding
+        ) -> int:
+            return len((excluding if part.negative else specific) & part.terms)
 
         # Best match first; on a tie, what the clause includes before what it
         # excludes, then clause order (sorted is stable).
@@ -347,7 +340,7 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
         if index == 0 and not applies:
             lines.append(schedule_line)
             lines.append(f"For reference, {heading} says:")
-        elif matching and _excludes_what_was_asked(matching, specific & own):
+        elif matching and _excludes_what_was_asked(matching, excluding & own):
             lines.append(f"That is not included. {heading} says:")
         elif index == 0:
             lines.append(f"Here is what your wording says in {heading}:")

@@ -43,3 +43,271 @@ def customer_intent(message: str) -> CustomerIntent | None:
     if any(p.search(message) for p in WANTS_PERSON_RE):
         return CustomerIntent.WANTS_PERSON
     return None
+
+
+# --- requests for a decision on the customer's own claim ----------------------
+#
+# A decision request asks Northwind to judge or commit on one event or claim:
+# who is at fault, whether a decline, settlement or amount was right, whether
+# the insurer should waive an excess, whether *this* claim or *this* event
+# (told in the past tense, or dated) will be accepted, paid or covered. It is
+# queued as ``needs_decision`` (the reply may still quote what the wording
+# says on the topic). A general question -- "is my car covered if it is
+# stolen?", "can an insurer decline a claim?", "how is fault decided?",
+# "what if I'm at fault?" -- is answered from the wording instead.
+#
+# The rules are written from how people ask, not from a tuning set; they are
+# measured on the synthetic examples in knowledge/content/decisions/ (held-out
+# part) and for false hits on every real question and inventory question
+# (``python manage.py evaluate_intents``; docs/evaluation.md).
+
+_SUBJ = (
+    r"(?:you|u|ya|they|northwind|(?:the |my |our |their |your )?(?:insurer|insurers|insurance"
+    r"(?: company| provider| co)?|(?:\w+ )?(?:insurance|policy|insurer)|adjuster|assessor|loss"
+    r" adjuster)|the other (?:driver|party|side)(?:'s insurer|'s insurance)?|(?:he|she))"
+)
+_OUTCOME_VERB = (
+    r"(?:decline|declined|deny|denied|refuse|refused|reject|rejected|reduce|reduced|cancel|"
+    r"cancelled|canceled|drop|dropped|total|totaled|totalled|write off|wrote off|written off|"
+    r"lowball|lowballed|turn down|turned down|only pay|only paid|not pay)"
+)
+# What a decision about a claim is made on: "deny my claim", "total my car".
+_CLAIM_THING = (
+    r"(?:\w+ )?(?:claim|claims|payout|pay-out|settlement|car|vehicle|house|home|policy|cover|"
+    r"excess|deductible|contents|belongings)\b"
+)
+# Words that say a decision about a claim has been or is being made.
+_DECISION_CONTEXT = re.compile(
+    r"\b(?:declin\w*|den(?:y|ied|ial)|refus\w*|reject\w*|turned down|offer\w*|settle\w*|"
+    r"pay ?out|paid|valu\w+|written off|write[- ]?off|wrote off|totall?ed|assessor|adjuster|"
+    r"excess|deductible|reduc\w+|cancel\w*|charg\w+|estimate|claim|decision|blam\w*|fault|"
+    r"liab\w*|responsib\w*)\b",
+    re.IGNORECASE,
+)
+# A specific past event of the customer's: dated, or told in the past tense.
+_PAST_EVENT = re.compile(
+    r"\b(?:yesterday|last (?:night|week|weekend|month|year|monday|tuesday|wednesday|thursday|"
+    r"friday|saturday|sunday)|this (?:morning|afternoon|evening|week)|earlier today|tonight|"
+    r"on (?:the )?(?:weekend|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
+    r"(?:\d+|a|an|two|three|few|couple of) (?:hours?|days?|weeks?|months?) ago|the other "
+    r"(?:day|night))\b"
+    r"|\b(?:i|we|(?:my|our)(?: [\w']+){1,2}|someone|somebody|he|she|they)"
+    r" (?:just |accidentally |then )?(?:was|were|got|crashed|hit|broke|smashed|stole|flooded|"
+    r"burst|backed|reversed|rear[- ]?ended|dented|cracked|dropped|spilt|spilled|fell|blew|"
+    r"caught|burned|burnt|damaged|scratched|keyed|lost|ran|collided|slid|skidded|did|caused|"
+    r"happened|occurred|came|went)\b",
+    re.IGNORECASE,
+)
+# The question is about a case ("if I'm at fault", "when the excess is waived").
+_HYPOTHETICAL_BEFORE = re.compile(r"\b(?:if|when|whenever|unless|in case)\b[^,;:]*$", re.I)
+_HYPOTHETICAL_AFTER = re.compile(r"^[^,;:]*\b(?:if|in case)\b", re.I)
+_PROCESS = re.compile(
+    r"^\W*how\b[^?]*\b(?:decide|decided|determine|determined|work out|worked out|establish|"
+    r"assess|assessed|figure out)\b",
+    re.IGNORECASE,
+)
+
+# (name, pattern, what must also hold)
+#   "any": the pattern alone; "not_if_before": not inside an "if/when" clause;
+#   "not_if": neither inside nor followed by one; "context": a decision word in
+#   the message; "event": a specific past event in the message, and no "if".
+_DECISION_RULES: list[tuple[str, str, str]] = [
+    # fault and blame: always a judgement on an event
+    (
+        "fault",
+        r"\bwho(?:'s| is| was| will be| would be| should be)? (?:at |to )?(?:fault|blame)\b"
+        r"|\bwhose (?:fault|blame)\b"
+        r"|\b(?:is|was|isn't|wasn't) (?:it|this|that|he|she|the other \w+) (?:\w+ )?(?:my|our|"
+        r"his|her|their|your) fault\b"
+        r"|\b(?:am i|was i|are we|were we|is (?:he|she|it|the other \w+)|was (?:he|she|it|the"
+        r" other \w+)) (?:\w+ )?(?:at[- ]fault|to blame)\b"
+        r"|\b\d+ ?(?:%|percent) (?:at )?fault\b|\bhow much of the (?:blame|fault)\b"
+        r"|\b(?:blame|fault) is (?:mine|ours|theirs|his|hers)\b",
+        "any",
+    ),
+    # "...can it be my fault?": fault named as what is asked, not as a case
+    (
+        "fault_named",
+        r"\b(?:my|our|his|her|their|your) fault\b"
+        r"|\b(?:considered|deemed|found|held|declared|ruled|judged) (?:\w+ )?(?:at[- ]fault|"
+        r"to blame)\b",
+        "not_if_before",
+    ),
+    (
+        "liable",
+        r"\bwho(?:'s| is| was| will be| would be| should be)? (?:liable|responsible)\b"
+        r"|\bwhose insurance (?:pays|should pay|has to pay|covers|is responsible)\b"
+        r"|\b(?:am i|was i|are we|were we|is (?:he|she|the other \w+)|was (?:he|she|the other"
+        r" \w+)|hold (?:me|us)|holding (?:me|us)) (?:\w+ )?(?:liable|responsible)\b",
+        "not_if",
+    ),
+    # was a decision about the claim right
+    (
+        "decision_fair",
+        r"\b(?:was|is|were|are) (?:the|this|that|my|their|your|its|our) (?:\w+'s |\w+ ){0,2}"
+        r"(?:decline|denial|decision|settlement|offer|payout|pay-out|assessment|valuation|"
+        r"estimate|refusal|rejection|amount|write-off)s?\b[^.?!]{0,60}\b(?:fair|justified|"
+        r"right|correct|reasonable|legal|allowed|enough|wrong|too low|final)\b"
+        r"|\b(?:decline|denial|decision|settlement|offer|valuation|payout|assessment)\b"
+        r"[^.?!]{0,15}\b(?:was|is) (?:wrong|unfair|incorrect|unjustified|too low)\b"
+        r"|\b(?:my|our|the|this) (?:\w+ )?claim (?:was |been |being )?(?:declined|denied|refused|"
+        r"rejected|reduced|settled|assessed)\b[^.?!]{0,20}\b(?:fairly|correctly|rightly|lawfully|"
+        r"properly|unfairly|wrongly)\b",
+        "any",
+    ),
+    (
+        "is_that_fair",
+        r"\b(?:is|was|isn't|wasn't) (?:it|that|this) (?:really |even )?(?:a |an )?(?:fair|unfair|"
+        r"right|justified|legal|reasonable|correct|allowed|ok|okay)\b"
+        rf"|\b(?:were|was|is|are) {_SUBJ} (?:right|wrong|correct|justified|allowed|entitled)\b"
+        r"|\bcan (?:they|you) (?:do|even do) that\b|\bfair enough\?"
+        r"|\b(?:reconsider|re-?assess|look (?:at (?:it|my claim) )?again)\b",
+        "context",
+    ),
+    (
+        "held_responsible",
+        r"\bhold(?:ing)? (?:me|us) (?:\w+ )?(?:liable|responsible) for (?:the|this|that|my|our|"
+        r"it)\b"
+        r"|\b(?:am i|are we|was i|were we) (?:\w+ )?(?:liable|responsible) for (?:the|this|that|"
+        r"his|her|their|it)\b"
+        rf"|\b(?:is|are|isn't|aren't) {_SUBJ} (?:supposed|meant|required|obliged|obligated) to"
+        r" (?:pay|cover|waive|refund|reimburse)\b"
+        r"|\b(?:i|we) (?:shouldn't|should not|should) (?:have to |need to )?(?:pay|be charged)\b"
+        r"[^.?!]{0,20}\b(?:excess|deductible)\b",
+        "any",
+    ),
+    (
+        "who_pays",
+        r"\bwho (?:should|has to|will|is going to|needs to|must) pay (?:for )?(?:the|this|that|"
+        r"my|our|it)\b",
+        "event",
+    ),
+    (
+        "may_they",
+        rf"\b(?:can|could|may|will|would) {_SUBJ} (?:be )?(?:allowed to |legally |just |really"
+        rf" )?{_OUTCOME_VERB}\b[^.?!]{{0,25}}\b(?:my|our) {_CLAIM_THING}"
+        rf"|\b(?:is|are) {_SUBJ} (?:allowed|entitled|able|right) to {_OUTCOME_VERB}\b"
+        rf"[^.?!]{{0,25}}\b(?:my|our) {_CLAIM_THING}"
+        rf"|\b(?:did|does|do) {_SUBJ} have (?:the |a |any )?(?:right|grounds|reason|basis) to\b"
+        rf"|\bwhy (?:did|was|were|has|have|would|is) (?:{_SUBJ}|my (?:\w+ )?claim|the claim|"
+        rf"my (?:\w+ )?\w+)\b[^.?!]{{0,30}}\b(?:declin\w*|den(?:y|ied)|reject\w*|refus\w*|"
+        rf"turned down|reduc\w*|total\w*|written off|wrote off|only pa\w+)",
+        "any",
+    ),
+    # should they pay, waive, refund
+    (
+        "should_they",
+        rf"\bshould (?:{_SUBJ}|the other (?:driver|party)(?:'s insurer|'s insurance)?)\b"
+        r"[^.?!]{0,40}\b(?:waive|pay|paying|cover|accept|approve|refund|total|decline|deny|"
+        r"reduce|reimburse|settle)\b"
+        r"|\bshould (?:my|our|the) (?:excess|deductible|claim|payout) be\b"
+        r"|\bshould(?:n't| not)? (?:i|we) (?:have to |be made to |really )?(?:pay|be charged|"
+        r"be paid|get|receive)\b[^.?!]{0,30}\b(?:excess|deductible|full|more|extra|whole)\b"
+        r"|\bshould (?:pay|cover|refund|waive) (?:my|our) (?:excess|deductible)\b"
+        r"|\bwaive\w* (?:my|our|this) (?:excess|deductible)\b"
+        r"|\b(?:can|could|will|would|should) (?:you|they|u)(?: guys)? waive\b",
+        "not_if_before",
+    ),
+    # will this claim be accepted or paid
+    (
+        "claim_outcome",
+        r"\b(?:my|our|this|that) (?:\w+ ){0,2}claim\b[^.?!]{0,50}\b(?:be |get |being |been |is |"
+        r"going to be )(?:accepted|approved|paid|covered|declined|denied|rejected|successful|"
+        r"honou?red)\b"
+        r"|\b(?:is|will|would) (?:my|our|this|that) (?:\w+ ){0,2}claim\b[^.?!]{0,30}\b(?:valid|"
+        r"successful|go through|succeed|be ok)\b"
+        r"|\b(?:does|will|would) (?:my|our|this|that) (?:\w+ ){0,2}claim\b[^.?!]{0,30}\b(?:qualify|"
+        r"count|go through|succeed)\b"
+        r"|\b(?:approve|accept|pay|pay out|honou?r) (?:my|our|this) (?:\w+ )?claim\b"
+        r"|\b(?:do|would|will) (?:i|we) (?:have|get) (?:a|any) (?:claim|case)\b"
+        r"|\bdo (?:i|we) have a case\b"
+        r"|\b(?:is it|is this|would it be) worth (?:making |lodging |filing |putting in )?(?:a )?"
+        r"claim\w*\b|\bworth (?:making|lodging|filing|putting in) a claim\b"
+        r"|\bshould (?:i|we) (?:make|lodge|file|put in|go ahead with) (?:a|the|this) claim\b"
+        r"|\bshould (?:i|we) accept (?:the|their|your|this|that) (?:\w+ )?(?:settlement|offer)\b"
+        r"|\b(?:am|are) (?:i|we) going to (?:get|be) (?:paid|covered|my money|our money|"
+        r"reimbursed|compensated)\b",
+        "not_if_before",
+    ),
+    # will this event (dated, or told in the past tense) be covered or paid
+    (
+        "event_covered",
+        r"\b(?:will|would|am|are|is|does|do|did|can|could)\b[^.?!]{0,50}\b(?:covered|cover "
+        r"(?:it|this|that|them|the|for|my|our)|pay (?:for|to|out|me|us|it)|paid(?: out)?|"
+        r"compensated|reimbursed|count(?:s)? as|qualif(?:y|ies)|claimable|claim (?:for )?"
+        r"(?:it|this|that))\b"
+        r"|\bcan (?:i|we) (?:still )?(?:make a |lodge a |put in a |file a )?claim (?:for |on )?"
+        r"(?:this|it|that)\b",
+        "event",
+    ),
+]
+DECISION_RE = [(name, re.compile(p, re.IGNORECASE), need) for name, p, need in _DECISION_RULES]
+_SENTENCE_RE = re.compile(r"[^.?!\n]+[.?!]*")
+
+
+def _hypothetical(sentence: str, start: int, end: int, *, after: bool) -> bool:
+    if _HYPOTHETICAL_BEFORE.search(sentence[:start]):
+        return True
+    return after and bool(_HYPOTHETICAL_AFTER.search(sentence[end:]))
+
+
+_QUESTION_START = re.compile(
+    r"^\W*(?:who|whose|what|which|why|how|is|isn't|was|wasn't|are|am|were|will|would|can|"
+    r"could|should|shouldn't|does|do|did|has|have)\b",
+    re.IGNORECASE,
+)
+
+
+def _is_question(sentence: str, sentences: list[str]) -> bool:
+    """Asked, not told: ends with "?", or (unpunctuated) opens like a question."""
+    stripped = sentence.strip()
+    if stripped.endswith("?"):
+        return True
+    return not stripped.endswith((".", "!")) and bool(_QUESTION_START.search(stripped))
+
+
+def decision_rule(message: str) -> str | None:
+    """The name of the first decision rule the message meets, or None."""
+    text = message.replace("\u2019", "'")
+    sentences = _SENTENCE_RE.findall(text)
+    past = bool(_PAST_EVENT.search(text))
+    context = bool(_DECISION_CONTEXT.search(text))
+    for name, pattern, need in DECISION_RE:
+        for sentence in sentences:
+            if name in ("fault", "fault_named", "liable") and (
+                _PROCESS.search(sentence) or not _is_question(sentence, sentences)
+            ):
+                # "how do you decide who is at fault?"; "totally their fault." told,
+                # not asked
+                continue
+            for m in pattern.finditer(sentence):
+                if need == "context" and not context:
+                    continue
+                if need == "event" and not (past and sentence.rstrip().endswith("?")):
+                    continue
+                if need in ("not_if_before", "not_if", "event") and _hypothetical(
+                    sentence, m.start(), m.end(), after=need != "not_if_before"
+                ):
+                    continue
+                return name
+    return None
+
+
+# Asks us to commit (the seed's rule): "will you pay for my rental?",
+# "confirm you will pay", "guarantee it".
+_COMMIT = re.compile(
+    r"\b(will|would|are|can) (you|northwind|u|ya|they) (guys )?(definitely |actually )?"
+    r"(pay|cover|approve|accept|refund|reimburse|settle|going to pay) (for )?"
+    r"(my|our|this|that|it|me|us)\b"
+    r"|\bconfirm (that )?(you|northwind|u)\b"
+    r"|\b(confirm|assure|tell) me\b[^.?!]*"
+    r"\b(pay|paid|cover|covered|approve|approved|accept|accepted)\b"
+    r"|\bconfirm\b[^.?!]*\b(claim|payment)\b"
+    r"|\bguarantee\b|\bpromise\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_decision(message: str) -> bool:
+    """Does the customer ask Northwind to decide, judge or commit on their own claim?"""
+    return bool(_COMMIT.search(message)) or decision_rule(message) is not None

@@ -265,3 +265,86 @@ def ids_in_message(message: str, directory_ids: tuple[str, ...]) -> list[str]:
         if cid not in ordered:
             ordered.append(cid)
     return ordered
+
+
+# --- signs that a question is outside a motor, home or contents wording -----
+#
+# General vocabulary of other kinds of insurance and of questions a wording
+# does not answer (prices and advice, other insurers' products, US-only
+# products and state rules, how claims are handled). Domain knowledge, not a
+# list of test questions; the "something fits" classifier
+# (claims/agent/selection/learned.py) weighs each as one feature, learned on
+# the tune half, so a sign alone never decides.
+_US_STATES = (
+    "alabama|alaska|arizona|arkansas|california|colorado|connecticut|delaware|florida|georgia|"
+    "hawaii|idaho|illinois|indiana|iowa|kansas|kentucky|louisiana|maine|maryland|massachusetts|"
+    "michigan|minnesota|mississippi|missouri|montana|nebraska|nevada|new hampshire|new jersey|"
+    "new mexico|new york state|north carolina|north dakota|ohio|oklahoma|oregon|pennsylvania|"
+    "rhode island|south carolina|south dakota|tennessee|texas|utah|vermont|virginia|"
+    "washington state|west virginia|wisconsin|wyoming|nyc|ny|nj|ca|tx|fl|pa"
+)
+OUTSIDE_SIGNS: dict[str, str] = {
+    # other kinds of insurance and of money matters
+    "other_domain": (
+        r"life (?:insurance|insurer|policy|policies|cover|coverage|assurance)|term life|"
+        r"whole life|universal life|variable life|beneficiar(?:y|ies)|death benefit|"
+        r"annuit(?:y|ies|ant)|health (?:insurance|plan|plans|cover|coverage|care|savings)|"
+        r"healthcare|medical insurance|medicare|medicaid|medigap|obamacare|affordable care act|"
+        r"hmo|ppo|hsa|cobra|co-?pays?|coinsurance|dental|vision (?:insurance|plan)|"
+        r"prescriptions?|disabilit(?:y|ies)|income protection|long[- ]term care|ltc|"
+        r"critical illness|cancer|trauma cover|funeral|burial|final expense|retire(?:ment|d|e)?|"
+        r"401 ?\(?k\)?|403 ?\(?b\)?|ira|roth|pensions?|kiwisaver|superannuation|social security|"
+        r"workers'? comp(?:ensation)?|pet insurance|travel insurance|boat insurance|"
+        r"business insurance|umbrella (?:insurance|policy|coverage)|mortgage (?:protection|"
+        r"insurance)|surrender value|cash surrender|pregnan\w+|doctors?|hospital|surgery|"
+        r"death|deceased|passed away"
+    ),
+    # another insurer's product (US and New Zealand insurers)
+    "other_insurer": (
+        r"geico|state farm|all ?state|progressive|nationwide|liberty mutual|travelers|"
+        r"farmers insurance|usaa|aaa|esurance|the hartford|erie|american family|metlife|"
+        r"safeco|kemper|grange|amica|prudential|aflac|humana|aetna|cigna|blue cross|"
+        r"blue shield|unitedhealth\w*|kaiser|new york life|northwestern mutual|mass ?mutual|"
+        r"john hancock|transamerica|primerica|lemonade|ami insurance|tower insurance|vero|"
+        r"aa insurance|fmg|youi|southern cross|cove insurance|state insurance|lumley|nzi|"
+        r"initio|protecta"
+    ),
+    # US-only motor products, limits and state rules
+    "us_only": (
+        r"pip|personal injury protection|med ?pay|medical (?:payments?|expenses?)|voluntary "
+        r"(?:deductible|excess)|sr-? ?22|sr-? ?50|fr-? ?44|"
+        r"plpd|no[- ]fault|gap (?:insurance|cover|coverage)|\d{2,3}/\d{2,3}(?:/\d{1,3})?|"
+        r"state minimum|minimum (?:coverage|liability)|state law|required by law|by law|"
+        r"legally required|dmv|" + _US_STATES
+    ),
+    # prices, quotes and advice on what to buy: a wording does not say
+    "price_advice": (
+        r"rates?|quotes?|pric(?:e|es|ing)|cheap\w*|afford\w*|expensive|"
+        r"go(?:es)? up|increase\w*|raise my|discounts?|how much (?:is|does|do|would|should|will) "
+        r"(?:it |a |an |my |the )?(?:\w+ )?(?:insurance|policy|coverage|cover) cost|"
+        r"how much (?:\w+ )?(?:insurance|coverage|cover|liability) (?:do|should|would)|"
+        r"should i (?:get|buy|carry|have|choose|take|purchase|add|drop|keep|cancel|switch)|"
+        r"worth it|best|recommend\w*|which (?:company|insurer|policy|coverage|plan)|"
+        r"good idea|compare|comparison|shop(?:ping)? (?:around|for)|agents?|brokers?|"
+        r"(?:average|typical) (?:\w+ ){0,2}(?:deductible|excess|premium|"
+        r"cost|amount|limit)s?|(?:can|could|should|where|how) (?:do |does |can )?(?:i|you|we|"
+        r"someone) (?:get|buy|find|obtain|purchase) (?:\w+ ){0,2}(?:insurance|a policy|cover|"
+        r"coverage)"
+    ),
+    # how claims are handled, which a wording does not describe
+    "claim_process": (
+        r"how long (?:\w+ ){0,6}(?:take|takes|taking|to (?:settle|process|pay|close|get paid|"
+        r"hear))|dispute|appeal|claims? (?:history|record|records)|clue report|"
+        r"(?:close|closed|cancel|withdraw|reopen)\w* (?:a|my|the|an) (?:\w+ ){0,3}claim|"
+        r"endorse|cheque|check from|lawyer|attorney|small claims|sue (?:my|the) insur\w+"
+    ),
+}
+_OUTSIDE_COMPILED = {
+    name: re.compile(rf"\b(?:{pattern})\b", re.IGNORECASE)
+    for name, pattern in OUTSIDE_SIGNS.items()
+}
+
+
+def outside_signs(message: str) -> tuple[float, ...]:
+    """For each of OUTSIDE_SIGNS, in order: 1.0 if the message shows it, else 0.0."""
+    return tuple(float(bool(p.search(message))) for p in _OUTSIDE_COMPILED.values())

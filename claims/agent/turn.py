@@ -34,10 +34,10 @@ from claims.agent.cards import (
     cards_retrieve,
     served_index,
 )
-from claims.agent.compose import asks_for_decision, fallback_reply, has_content, turn_assess
+from claims.agent.compose import fallback_reply, has_content, turn_assess
 from claims.agent.facts import turn_facts_load
 from claims.agent.guard import clause_ids_in, draft_guard
-from claims.agent.intents import customer_intent
+from claims.agent.intents import asks_for_decision, customer_intent
 from claims.agent.selection_schema import selection_validate
 from claims.agent.tool_replies import status_backings, tool_answered
 from claims.agent.tool_rules import RULES, rules_plan

@@ -460,12 +460,29 @@ def test_an_exclusion_sharing_one_incidental_word_does_not_lead_the_reply(api_cl
 @pytest.mark.parametrize(
     "message",
     [
+        "What will insurance pay if my car is stolen? I paid for it by card.",
+        "is my car covered if it's stolen while I'm on holiday down south? I'd pay by card",
+    ],
+)
+def test_a_word_said_in_passing_does_not_make_an_exclusion_the_answer(api_client, message):
+    body = say(api_client, start(api_client, "NW-MTR-204518"), message)
+    assert "That is not included" not in body["reply"]
+    assert "gift cards" not in body["reply"]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
         "Was this decline justified?",
         "Should they waive my excess? The other driver ran a red light.",
         "Who is at fault? A van reversed into me in a car park.",
         "Can it be considered my fault if I was parked legally?",
         "I hit a fence while reversing. Am I liable for the whole fence?",
         "Was the settlement offer for my written-off car fair?",
+        "If someone backs into me in a car park, is it my fault?",
+        "My claim for the stolen bike was declined because it wasn't locked. Is that fair?",
+        "Will my claim be accepted? The pipe burst on Sunday.",
+        "Can you waive my excess this time?",
     ],
 )
 def test_a_request_for_a_judgement_on_ones_own_claim_is_queued_needs_decision(api_client, message):
@@ -483,6 +500,10 @@ def test_a_request_for_a_judgement_on_ones_own_claim_is_queued_needs_decision(ap
         "Is my car covered if it is stolen?",
         "Can an insurer decline a claim for a car driven by an unlisted driver?",
         "What happens if someone I lend my car to crashes it?",
+        "Does my excess apply if the accident was not my fault?",
+        "How do you decide who is at fault in a crash?",
+        "What should I do if my claim is declined?",
+        "Will my policy pay for a hire car while my car is repaired?",
     ],
 )
 def test_a_general_question_about_cover_is_not_queued_as_a_decision(api_client, message):

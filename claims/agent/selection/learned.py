@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from claims.agent.text import OUTSIDE_SIGNS
+
 logger = logging.getLogger(__name__)
 
 MODEL_PATH = Path(__file__).with_name("trained.json")
@@ -43,7 +45,15 @@ PAIR_FEATURES = (
     "main_clause",  # the line's first cover or excess clause
     *(f"kind_{k}" for k in KINDS),
 )
-FIT_SCALARS = ("best_pair", "best_cosine", "best_bm25_log", "out_of_scope_gap", "wording_words")
+FIT_SCALARS = (
+    "best_pair",
+    "best_cosine",
+    "best_bm25_log",
+    "out_of_scope_gap",
+    "wording_words",
+    # signs of a question outside the wording (claims.agent.text.OUTSIDE_SIGNS)
+    *(f"sign_{name}" for name in OUTSIDE_SIGNS),
+)
 
 
 def _inverse_ranks(scores: np.ndarray) -> np.ndarray:
@@ -92,23 +102,30 @@ def fit_features(
     best_bm25: float,
     out_of_scope_gap: float,
     wording_words: float,
+    signs: tuple[float, ...],
 ) -> np.ndarray:
     """The message's embedding followed by FIT_SCALARS."""
     emb = np.zeros(dimension) if vector is None else np.asarray(vector, dtype=np.float64)
     scalars = [best_pair, best_cosine, float(np.log1p(max(best_bm25, 0.0))), out_of_scope_gap]
-    return np.concatenate([emb, [*scalars, wording_words]])
+    return np.concatenate([emb, [*scalars, wording_words, *signs]])
 
 
 # --- training -------------------------------------------------------------------
 
 
 def logistic_fit(
-    x: np.ndarray, y: np.ndarray, *, l2: float, weights: np.ndarray | None = None
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    l2: float | np.ndarray,
+    weights: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """Standardise, then fit an L2-regularised logistic regression by Newton steps.
 
-    Deterministic (no random start, no sampling). Returns the feature means,
-    scales, coefficients and intercept.
+    ``l2`` is one penalty for every feature, or one per feature (the "fits"
+    classifier penalises the 384 embedding numbers harder than its few
+    general signals). Deterministic (no random start, no sampling). Returns
+    the feature means, scales, coefficients and intercept.
     """
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
@@ -116,8 +133,8 @@ def logistic_fit(
     z = np.hstack([(x - mean) / scale, np.ones((len(x), 1))])
     sample = np.ones(len(y)) if weights is None else weights
     w = np.zeros(z.shape[1])
-    penalty = np.full(z.shape[1], l2)
-    penalty[-1] = 0.0  # no penalty on the intercept
+    penalty = np.zeros(z.shape[1])
+    penalty[:-1] = l2  # no penalty on the intercept
     for _ in range(50):
         p = 1.0 / (1.0 + np.exp(-np.clip(z @ w, -30, 30)))
         grad = z.T @ (sample * (p - y)) + penalty * w

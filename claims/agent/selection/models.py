@@ -348,6 +348,7 @@ class HybridModel(_IndexedModel):
                 bm25=bm25,
                 out_of_scope=out_of_scope,
                 reranker=learned.reranker,
+                message=message,
             )
             probability = learned.reranker.probability(signals.pairs)
             fit = float(learned.fits.probability(signals.fit[None, :])[0])
@@ -453,6 +454,7 @@ class HybridModel(_IndexedModel):
             bm25=bm25,
             out_of_scope=out_of_scope,
             reranker=reranker,
+            message=message,
         )
         return index, signals
 
@@ -475,6 +477,7 @@ class HybridModel(_IndexedModel):
         bm25: np.ndarray,
         out_of_scope: float,
         reranker: Logistic | None,
+        message: str,
     ) -> LearnedSignals:
         """The features of both learned stages (the same at training and at run time)."""
         query_stems = frozenset(T.stems(query))
@@ -497,6 +500,7 @@ class HybridModel(_IndexedModel):
             best_bm25=float(bm25.max()) if len(bm25) else 0.0,
             out_of_scope_gap=out_of_scope - best_cos,
             wording_words=known / max(len(query_stems), 1),
+            signs=T.outside_signs(message),
         )
         return LearnedSignals(pairs=pairs, fit=fit)
 

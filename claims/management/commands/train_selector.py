@@ -41,7 +41,14 @@ from claims.management.commands.evaluate import (
 
 FOLDS = 5
 PAIR_L2 = 1.0
-FIT_L2 = 30.0
+FIT_L2 = 30.0  # on the message's embedding (384 numbers: easy to overfit)
+FIT_SCALAR_L2 = 1.0  # on FIT_SCALARS: a few general signals, each allowed its weight
+
+
+def fit_penalty(width: int) -> np.ndarray:
+    penalty = np.full(width, FIT_L2)
+    penalty[-len(L.FIT_SCALARS) :] = FIT_SCALAR_L2
+    return penalty
 
 
 def _fold(qid: str) -> int:
@@ -142,7 +149,7 @@ class Command(BaseCommand):
             held = [c for c in computed if _fold(c[0]) == fold]
             rr = L.Logistic(*L.logistic_fit(*pairs_of(train), l2=PAIR_L2))
             fx, fy = fit_rows(train, rr)
-            fit_model = L.Logistic(*L.logistic_fit(fx, fy, l2=FIT_L2))
+            fit_model = L.Logistic(*L.logistic_fit(fx, fy, l2=fit_penalty(fx.shape[1])))
             hx, _ = fit_rows(held, rr)
             probs = fit_model.probability(hx)
             for (qid, index, signals, expected), prob in zip(held, probs, strict=True):
@@ -151,17 +158,18 @@ class Command(BaseCommand):
                     cv_rank.append((rr.probability(signals.pairs), index.ids, expected))
 
         fx, fy = fit_rows(computed, reranker)
-        fits = L.Logistic(*L.logistic_fit(fx, fy, l2=FIT_L2))
+        fits = L.Logistic(*L.logistic_fit(fx, fy, l2=fit_penalty(fx.shape[1])))
 
-        # The cut-off: the one that makes the worse of "answerable kept" and
-        # "nothing fits recognised" as good as it can be (cross-validated).
+        # The cut-off: the one with the best sum of "answerable kept" and
+        # "nothing fits recognised" (Youden's J, cross-validated; the lowest
+        # such cut-off on a tie). The worse of the two rates is reported too.
         answerable = fy == 1
-        best_threshold, best_floor = 0.5, -1.0
+        best_threshold, best_sum, best_floor = 0.5, -1.0, -1.0
         for t in np.linspace(0.05, 0.95, 91):
             kept = float((cv_fit[answerable] >= t).mean())
             refused = float((cv_fit[~answerable] < t).mean())
-            if min(kept, refused) > best_floor:
-                best_threshold, best_floor = float(t), min(kept, refused)
+            if kept + refused > best_sum + 1e-9:
+                best_threshold, best_sum, best_floor = float(t), kept + refused, min(kept, refused)
         # A further clause is kept from this probability on: the lowest that
         # still returns the expected clause no less often than three ids would.
         keep = 0.0
@@ -189,6 +197,8 @@ class Command(BaseCommand):
                 "cv_recall_at_1": round(float(at1), 4),
                 "cv_recall_at_3": round(float(full), 4),
                 "cv_fits_balanced_floor": round(best_floor, 4),
+                "cv_fits_kept": round(float((cv_fit[answerable] >= best_threshold).mean()), 4),
+                "cv_fits_refused": round(float((cv_fit[~answerable] < best_threshold).mean()), 4),
             },
         }
         output = Path(options["output"])
