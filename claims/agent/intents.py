@@ -17,7 +17,7 @@ from claims.agent.types import CustomerIntent
 _COMPLAINT = [
     r"\b(?:make|making|lodge|lodging|file|filing|raise|raising|register|submit|put in|have)"
     r" (?:a |an )?(?:formal |official )?complaint\b",
-    r"\bI(?:'d| would)? (?:like|want|wish) to complain\b",
+    r"\b(?:I(?:'d| would)?|and(?: would)?|so) (?:like|want|wish) to complain\b",
     r"\bI(?:'m| am) (?:complaining|going to complain)\b",
     r"\bthis is a (?:formal )?complaint\b",
     r"\bcomplain(?:t)? (?:about|regarding|against) (?:you|your|the way|how|my claim|the claim)\b",

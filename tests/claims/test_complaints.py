@@ -15,6 +15,11 @@ pytestmark = pytest.mark.django_db
     [
         ("I want to make a complaint", CustomerIntent.COMPLAINT),
         ("I'd like to complain about how my claim was handled", CustomerIntent.COMPLAINT),
+        (
+            "I am very unhappy with how my claim was handled and want to complain formally",
+            CustomerIntent.COMPLAINT,
+        ),
+        ("I don't want to complain, but is my windscreen covered?", None),
         ("How do I take this to the Insurance and Financial Services Ombudsman?", "complaint"),
         ("Can I speak to a real person please", CustomerIntent.WANTS_PERSON),
         ("I want to talk to a human", CustomerIntent.WANTS_PERSON),
