@@ -40,6 +40,14 @@ CONTACT_CHANGE = re.compile(
 )
 _ADDRESS_VALUE = re.compile(r"\bto:?\s+(?P<value>\d[^.?!\n]{5,150})", re.IGNORECASE)
 
+# "How do I change my bank account?" asks how it is done, which the wording or
+# an answer card says; "change my bank account to ..." asks for it to be done.
+HOW_TO = re.compile(
+    r"^\W*(?:how (?:do|can|could|would|should) (?:i|we)|how to|where (?:do|can) (?:i|we)"
+    r"|what do (?:i|we) (?:need|have) to do to)\b",
+    re.IGNORECASE,
+)
+
 L4_INTENTS = {
     "policy.cancel": re.compile(
         r"\bcancel (?:my|the|this|our) (?:policy|insurance|cover)\b"
@@ -91,9 +99,10 @@ def rules_plan(message: str) -> list[ToolRequest]:
         code = confirm.group(1).upper()
         arguments = {"field": None, "new_value": None, "confirmation_code": code}
         return [ToolRequest("contact.update_request", arguments, RULES)]
-    for name, pattern in L4_INTENTS.items():
-        if pattern.search(message):
-            return [ToolRequest(name, {"policy_number": None}, RULES)]
+    if not HOW_TO.search(message):
+        for name, pattern in L4_INTENTS.items():
+            if pattern.search(message):
+                return [ToolRequest(name, {"policy_number": None}, RULES)]
     contact = _contact_request(message)
     if contact is not None:
         return [contact]

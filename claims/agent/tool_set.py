@@ -389,8 +389,9 @@ L4_TOOLS = {
     ),
     "payment_details.change": (
         "Change the bank account or card the premium is paid from.",
-        "Bank account and card details can only be changed by the policyholder with our staff, "
-        "after an identity check: I can't change them in this chat.",
+        "Bank account and card details are changed by the policyholder in My Northwind under "
+        "Payments, or by our customer team after an identity check: I can't change them in "
+        "this chat.",
     ),
     "claim.lodge": (
         "Lodge a new claim.",

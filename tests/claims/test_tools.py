@@ -179,6 +179,22 @@ def test_an_l4_request_is_never_executed_the_reply_gives_the_path_and_queues_it(
     assert ContactUpdateRequest.objects.count() == 0
 
 
+@pytest.mark.parametrize(
+    ("message", "answer"),
+    [
+        ("How do I change my bank account for direct debit?", "QA-GEN-0005"),
+        ("how do I cancel my policy?", "MTR-GEN-02"),
+    ],
+)
+def test_asking_how_an_l4_action_is_done_is_answered_not_queued(api_client, message, answer):
+    """The card or clause that says how it is done answers; nothing is requested or queued."""
+    body = say(api_client, start(api_client, "NW-MTR-204518"), message)
+    assert not [c for c in body["tool_calls"] if c["risk"] == "L4"]
+    assert body["pending_question"] is None
+    cited = [c.get("card_id") or c.get("clause_id") for c in body["citations"]]
+    assert answer in cited, body["reply"]
+
+
 def test_a_wording_question_runs_only_the_clause_fetch(api_client):
     body = say(api_client, start(api_client, "NW-MTR-204518"), "what is my excess?")
     assert [c["name"] for c in body["tool_calls"]] == ["clause.fetch"]
