@@ -435,6 +435,20 @@ def test_a_clause_id_the_wording_lacks_is_named_not_found_never_substituted(api_
     assert body["pending_question"]["reason"] == "no_clause"
 
 
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        ("NW-MTR-204518", "what's a voluntary deductible on a car policy?"),
+        ("NW-MTR-204518", "Is my Geico policy valid here?"),
+        ("NW-HOM-310042", "Does my life insurance pay out if the house burns down with me in it?"),
+    ],
+)
+def test_a_question_outside_the_wording_cites_nothing_and_is_queued(api_client, policy, message):
+    body = say(api_client, start(api_client, policy), message)
+    assert body["clauses"]["requested"] == [] and body["citations"] == []
+    assert body["pending_question"] is not None
+
+
 def test_a_known_id_beside_an_unknown_one_is_returned_and_the_other_not_found(api_client):
     conversation = start(api_client, "NW-MTR-204518")
     body = say(api_client, conversation, "What do MTR-BEN-03 and MTR-BEN-99 say?")

@@ -354,7 +354,11 @@ class HybridModel(_IndexedModel):
             fit = float(learned.fits.probability(signals.fit[None, :])[0])
             # A message this close to a clause is a paraphrase of it, whatever
             # the classifier says ("how do I cancel my home insurance").
-            fits = (fit >= learned.fits_threshold or best_cos >= p.sure_cosine) and not off_topic
+            # ...unless it also shows a sign of being outside the wording ("what is a
+            # voluntary deductible", "how to dispute a claim": close to the excess
+            # and claims clauses, and answered by neither).
+            sure = best_cos >= p.sure_cosine and not any(T.outside_signs(message))
+            fits = (fit >= learned.fits_threshold or sure) and not off_topic
             order = np.argsort(-probability, kind="stable")
             ranked = [
                 (index.ids[i], float(probability[i]), float(cosines[i]), float(bm25[i]))
