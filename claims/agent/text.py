@@ -339,12 +339,18 @@ OUTSIDE_SIGNS: dict[str, str] = {
         r"endorse|cheque|check from|lawyer|attorney|small claims|sue (?:my|the) insur\w+"
     ),
 }
+# The patterns are lower case and read a lower-cased message (faster than
+# re.IGNORECASE on long alternations).
 _OUTSIDE_COMPILED = {
-    name: re.compile(rf"\b(?:{pattern})\b", re.IGNORECASE)
-    for name, pattern in OUTSIDE_SIGNS.items()
+    name: re.compile(rf"\b(?:{pattern})\b") for name, pattern in OUTSIDE_SIGNS.items()
 }
 
 
+@functools.lru_cache(maxsize=4096)
 def outside_signs(message: str) -> tuple[float, ...]:
-    """For each of OUTSIDE_SIGNS, in order: 1.0 if the message shows it, else 0.0."""
-    return tuple(float(bool(p.search(message))) for p in _OUTSIDE_COMPILED.values())
+    """For each of OUTSIDE_SIGNS, in order: 1.0 if the message shows it, else 0.0.
+
+    Memoised: the turn asks twice (the "fits" features and the sure-cosine gate).
+    """
+    text = message.lower().replace("\u2019", "'")
+    return tuple(float(bool(p.search(text))) for p in _OUTSIDE_COMPILED.values())
