@@ -10,9 +10,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal, Protocol
 
 from knowledge.models import Clause, WordingVersion
@@ -30,6 +33,45 @@ logger = logging.getLogger(__name__)
 @functools.cache
 def _readers() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=3, thread_name_prefix="clause-store")
+
+
+def _rows(version_id: int, visibility: str, clause_ids: Sequence[str] | None):
+    rows = Clause.objects.filter(
+        version_id=version_id, version__status=WordingVersion.Status.INGESTED
+    ).select_related("version__document")
+    if clause_ids is not None:
+        rows = rows.filter(clause_id__in=clause_ids)
+    if visibility == Clause.Visibility.CUSTOMER:
+        rows = rows.filter(visibility=Clause.Visibility.CUSTOMER)
+    return rows
+
+
+MAX_CACHED_VERSIONS = 256
+_version_cache: OrderedDict[tuple[int, float, str], dict[str, Clause]] = OrderedDict()
+_version_lock = threading.Lock()
+
+
+def _version_rows(version_id: int, ingested_at: datetime, visibility: str) -> dict[str, Clause]:
+    """The version's clause rows by id (the text, vectors left out: never read here)."""
+    key = (version_id, ingested_at.timestamp(), visibility)
+    with _version_lock:
+        found = _version_cache.get(key)
+        if found is not None:
+            _version_cache.move_to_end(key)
+            return found
+    rows = _rows(version_id, visibility, None).defer("text", "embedding", "passage_embeddings")
+    found = {row.clause_id: row for row in rows}
+    with _version_lock:
+        _version_cache[key] = found
+        while len(_version_cache) > MAX_CACHED_VERSIONS:
+            _version_cache.popitem(last=False)
+    return found
+
+
+def clause_rows_forget() -> None:
+    """Forget the cached clause rows (tests)."""
+    with _version_lock:
+        _version_cache.clear()
 
 
 class _Done:
@@ -84,7 +126,12 @@ class ClauseFetch:
 
 class ClauseStore(Protocol):
     def fetch(
-        self, *, version_id: int, clause_ids: Sequence[str], visibility: str = "customer"
+        self,
+        *,
+        version_id: int,
+        clause_ids: Sequence[str],
+        visibility: str = "customer",
+        ingested_at: datetime | None = None,
     ) -> ClauseFetch: ...
 
 
@@ -99,17 +146,25 @@ class StorageClauseStore:
     """
 
     def fetch(
-        self, *, version_id: int, clause_ids: Sequence[str], visibility: str = "customer"
+        self,
+        *,
+        version_id: int,
+        clause_ids: Sequence[str],
+        visibility: str = "customer",
+        ingested_at: datetime | None = None,
     ) -> ClauseFetch:
+        """``ingested_at``: the version's ingestion time as the caller has just read
+        it from an ingested version (the turn's route step has). The clause rows
+        of an ingested version never change, so with it they come from an
+        in-process copy per (version, ingestion time, visibility), read in one
+        query on first use; without it they are queried each time. The text is
+        read from storage and checked against the row's sha256 either way."""
         wanted = list(dict.fromkeys(clause_ids))
-        rows = Clause.objects.filter(
-            version_id=version_id,
-            version__status=WordingVersion.Status.INGESTED,
-            clause_id__in=wanted,
-        ).select_related("version__document")
-        if visibility == Clause.Visibility.CUSTOMER:
-            rows = rows.filter(visibility=Clause.Visibility.CUSTOMER)
-        by_id = {row.clause_id: row for row in rows}
+        if ingested_at is not None:
+            every = _version_rows(version_id, ingested_at, visibility)
+            by_id = {c: every[c] for c in wanted if c in every}
+        else:
+            by_id = {row.clause_id: row for row in _rows(version_id, visibility, wanted)}
         not_found = tuple(c for c in wanted if c not in by_id)
 
         rows = [by_id[c] for c in wanted if c in by_id]

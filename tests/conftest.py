@@ -74,9 +74,13 @@ def _fresh_cache():
     are keyed by ids that the next test's rolled-back database reuses."""
     from django.core.cache import cache
 
+    from knowledge.clause_store import clause_rows_forget
+
     cache.clear()
+    clause_rows_forget()
     yield
     cache.clear()
+    clause_rows_forget()
 
 
 @pytest.fixture

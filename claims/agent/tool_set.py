@@ -56,7 +56,11 @@ def _clause_fetch(arguments: Arguments, ctx: ToolContext, timeout: float) -> Too
     if ctx.version_id is None:  # the auth policy (routed_wording) refuses it first
         raise ToolRefused("no wording version is routed for this conversation")
     store = ctx.store or StorageClauseStore()
-    fetch = store.fetch(version_id=ctx.version_id, clause_ids=arguments["clause_ids"])
+    fetch = store.fetch(
+        version_id=ctx.version_id,
+        clause_ids=arguments["clause_ids"],
+        ingested_at=ctx.version_ingested_at,
+    )
     return ToolOutput(
         data={
             "status": fetch.status,

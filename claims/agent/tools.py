@@ -25,7 +25,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 from typing import Any, Literal
 
 from jsonschema import Draft202012Validator
@@ -59,6 +59,9 @@ class ToolContext:
     question_date: date
     max_risk: Risk  # the caller's ceiling
     store: Any = field(default=None, compare=False)  # the turn's clause store
+    # The version's ingestion time as the route step read it (clause.fetch
+    # then serves the clause rows from memory: ClauseStore.fetch).
+    version_ingested_at: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -347,6 +347,7 @@ def tool_context(
         question_date=facts.question_date,
         max_risk=Risk.L4,
         store=store,
+        version_ingested_at=wording.ingested_at if wording.kind == "routed" else None,
     )
 
 

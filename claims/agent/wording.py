@@ -81,4 +81,5 @@ def _pinned(facts: Facts, version_id: int) -> WordingChoice:
         label=version.label,
         reason_code="pinned",
         reason="Pinned by the caller.",
+        ingested_at=version.ingested_at,
     )

@@ -67,6 +67,29 @@ def test_a_checksum_mismatch_is_unavailable_logged_and_never_served(caplog):
 
 
 @pytest.mark.django_db
+def test_with_the_ingestion_time_the_rows_come_from_memory_and_the_text_is_still_checked(
+    django_assert_num_queries,
+):
+    version = ingested_version()
+    store = StorageClauseStore()
+    ask = {"version_id": version.pk, "ingested_at": version.ingested_at}
+    with django_assert_num_queries(1):  # the version's rows, once
+        first = store.fetch(clause_ids=["MTR-BEN-01", "MTR-GEN-01"], **ask)
+    assert [c.clause_id for c in first.returned] == ["MTR-BEN-01"]
+    assert first.not_found == ("MTR-GEN-01",)  # internal: not shown to a customer
+    assert first.returned[0].text in VALID
+    ben = version.clauses.get(clause_id="MTR-BEN-01")
+    default_storage.delete(ben.storage_key)
+    default_storage.save(ben.storage_key, ContentFile(ben.text.replace("14 days", "90 days")))
+    with django_assert_num_queries(0):
+        second = store.fetch(clause_ids=["MTR-COV-01", "MTR-BEN-01"], **ask)
+    assert second.status == "unavailable"
+    assert second.detail == "MTR-BEN-01 failed its checksum"
+    staff = store.fetch(clause_ids=["MTR-GEN-01"], visibility="internal", **ask)
+    assert [c.clause_id for c in staff.returned] == ["MTR-GEN-01"]
+
+
+@pytest.mark.django_db
 def test_fetch_is_unavailable_quickly_when_storage_is_down(storage_down):
     version = ingested_version()
     storage_down()
