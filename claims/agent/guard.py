@@ -17,6 +17,7 @@ What the guard removes is returned as findings and stored in the run record.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from typing import Literal
@@ -151,9 +152,13 @@ def _squash(text: str) -> str:
     return _SPACES.sub(" ", _BULLET.sub("", text)).strip().lower()
 
 
-def _units(clause_text: str) -> set[str]:
+@functools.lru_cache(maxsize=1024)
+def _units(clause_text: str) -> frozenset[str]:
     """The pieces of a clause a quotation may stand for: each line, and a lead-in
-    line ("What we pay:") joined with each of its bullets."""
+    line ("What we pay:") joined with each of its bullets.
+
+    Kept per clause text: the guard asks for every line of a draft, and the
+    same clauses come back turn after turn."""
     units: set[str] = set()
     lead_in = ""
     for raw in clause_text.splitlines():
@@ -167,7 +172,7 @@ def _units(clause_text: str) -> set[str]:
             units.add(_squash(f"{lead_in} {body}").rstrip(".;:,"))
         if not bullet:
             lead_in = line if line.endswith(":") else ""
-    return units
+    return frozenset(units)
 
 
 def verbatim_quotes_protect(line: str, clause_texts: list[str]) -> tuple[str, list[str]]:
@@ -180,7 +185,7 @@ def verbatim_quotes_protect(line: str, clause_texts: list[str]) -> tuple[str, li
     lifted into "Good news: ... like yours" is checked like any other text.
     Returns the line with placeholders and the quotations to put back.
     """
-    units = set().union(*(_units(t) for t in clause_texts)) if clause_texts else set()
+    units: frozenset[str] = frozenset().union(*(_units(t) for t in clause_texts))
     kept: list[str] = []
 
     def replace(match: re.Match[str]) -> str:
