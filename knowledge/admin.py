@@ -16,6 +16,7 @@ from django.http import HttpResponse, HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
+from django.utils.safestring import mark_safe
 
 from knowledge import admin_views
 from knowledge.clause_store import StorageClauseStore
@@ -428,6 +429,7 @@ class ClauseAdmin(ReadOnlyHistoryAdmin):
         "char_count",
         "sha256",
         "storage_key",
+        "similar_questions",
         "stored_text",
     ]
     readonly_fields = fields
@@ -443,6 +445,12 @@ class ClauseAdmin(ReadOnlyHistoryAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
+
+    @admin.display(description="Similar questions (how customers ask; used to select it)")
+    def similar_questions(self, obj) -> str:
+        if not obj.questions:
+            return "(none)"
+        return format_html_join(mark_safe("<br>"), "{}", ((q,) for q in obj.questions))
 
     @admin.display(description="Text (read from object storage)")
     def stored_text(self, obj) -> str:

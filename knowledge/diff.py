@@ -2,7 +2,7 @@
 
 Clauses are matched by id. Each is added, removed, changed or unchanged; a
 changed clause lists the parts that differ (title, body, metadata, schedule
-switch, references), each with its word-level difference, so that a change
+switch, references, similar questions), each with its word-level difference, so that a change
 of the same length is as visible as any other.
 """
 
@@ -55,6 +55,7 @@ PARTS: dict[str, str] = {
     "metadata": "Metadata (kind, visibility)",
     "schedule": "Schedule switch",
     "references": "References",
+    "questions": "Similar questions",
 }
 
 
@@ -65,6 +66,7 @@ def _parts(clause: Clause) -> dict[str, str]:
         "metadata": f"kind: {clause.kind}; visibility: {clause.visibility}",
         "schedule": clause.schedule_section or "(none: applies to every policy)",
         "references": ", ".join(clause.refers_to) or "(none)",
+        "questions": "\n".join(clause.questions or ()) or "(none)",
     }
 
 
@@ -87,6 +89,7 @@ class ClauseDiff:
     title: str
     parts: tuple[PartDiff, ...] = ()
     text: str = ""  # whole text of an added or removed clause
+    questions: tuple[str, ...] = ()  # similar questions of an added or removed clause
 
 
 @dataclass(frozen=True)
@@ -119,7 +122,15 @@ def version_diff(*, old: WordingVersion | None, new: WordingVersion) -> VersionD
     for clause in new_clauses:
         before = old_clauses.pop(clause.clause_id, None)
         if before is None:
-            out.append(ClauseDiff(clause.clause_id, "added", clause.title, text=clause.text))
+            out.append(
+                ClauseDiff(
+                    clause.clause_id,
+                    "added",
+                    clause.title,
+                    text=clause.text,
+                    questions=tuple(clause.questions or ()),
+                )
+            )
             continue
         a, b = _parts(before), _parts(clause)
         parts = tuple(
@@ -131,5 +142,13 @@ def version_diff(*, old: WordingVersion | None, new: WordingVersion) -> VersionD
             ClauseDiff(clause.clause_id, "changed" if parts else "unchanged", clause.title, parts)
         )
     for clause in old_clauses.values():
-        out.append(ClauseDiff(clause.clause_id, "removed", clause.title, text=clause.text))
+        out.append(
+            ClauseDiff(
+                clause.clause_id,
+                "removed",
+                clause.title,
+                text=clause.text,
+                questions=tuple(clause.questions or ()),
+            )
+        )
     return VersionDiff(old=old, new=new, clauses=tuple(out))

@@ -166,9 +166,14 @@ class Clause(models.Model):
     passage_embeddings = models.BinaryField(null=True, blank=True)
     # The quotable parts, parsed once at ingestion (knowledge.clause_parts).
     parts = models.JSONField(default=list, blank=True)
+    # Similar questions: how customers ask about this clause's topic (the
+    # wording's "Questions:" block; not part of ``text``), and their float32
+    # L2-normalised embeddings, one row per question, computed at ingestion.
+    questions = models.JSONField(default=list, blank=True)
+    question_embeddings = models.BinaryField(null=True, blank=True)
 
     history = HistoricalRecords(
-        excluded_fields=["embedding", "passage_embeddings", "text", "parts"]
+        excluded_fields=["embedding", "passage_embeddings", "text", "parts", "question_embeddings"]
     )
 
     class Meta:

@@ -153,6 +153,8 @@ class IndexedClause:
     refers_to: tuple[str, ...]
     embedding: bytes | None
     passage_embeddings: bytes | None = None  # float32 rows, one per passage
+    questions: tuple[str, ...] = ()  # similar questions (the wording's "Questions:")
+    question_embeddings: bytes | None = None  # float32 rows, one per question
 
 
 _index_cache: dict[tuple[int, float], tuple[IndexedClause, ...]] = {}
@@ -183,6 +185,10 @@ def clause_index(*, version_id: int) -> tuple[IndexedClause, ...]:
             embedding=bytes(c.embedding) if c.embedding is not None else None,
             passage_embeddings=(
                 bytes(c.passage_embeddings) if c.passage_embeddings is not None else None
+            ),
+            questions=tuple(c.questions or ()),
+            question_embeddings=(
+                bytes(c.question_embeddings) if c.question_embeddings is not None else None
             ),
         )
         for c in rows

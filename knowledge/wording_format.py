@@ -23,7 +23,20 @@ CLAUSE_REF_RE = re.compile(r"\b(?:MTR|HOM|CNT)-(?:COV|BEN|EXC|CON|XS|CLM|DEF|GEN
 HEADING_RE = re.compile(r"^## +(?P<id>\S+) +- +(?P<title>\S.*?)\s*$")
 METADATA_RE = re.compile(r"^(?P<key>[A-Za-z][A-Za-z ]*?)\s*:\s*(?P<value>.*?)\s*$")
 WORD_RE = re.compile(r"[^\W\d_]+(?:['\u2019-][^\W\d_]+)*")
-METADATA_KEYS = {"kind": "Kind", "schedule section": "Schedule section", "visibility": "Visibility"}
+METADATA_KEYS = {
+    "kind": "Kind",
+    "schedule section": "Schedule section",
+    "visibility": "Visibility",
+    "questions": "Questions",
+}
+# Similar questions: how customers ask about the clause's topic, in their own
+# words (seed 001's "similar questions"). Optional; when given, 3 to 8.
+QUESTIONS_KEY = "questions"
+MIN_QUESTIONS = 3
+MAX_QUESTIONS = 8
+MIN_QUESTION_WORDS = 3
+MAX_QUESTION_CHARS = 200
+QUESTION_ITEM_RE = re.compile(r"^\s*[-*]\s+(?P<text>\S.*?)\s*$")
 
 # Titles that only name a topic. Most are caught by the word count; these are
 # here so that a long label ("Alternative transport (hire car) after an
@@ -73,6 +86,10 @@ class ParsedClause:
     refers_to: tuple[str, ...]
     heading_line: int
     position: int
+    # Similar questions (the "Questions:" block), with their source lines. Not
+    # part of ``text``: customers and the model never read them as wording.
+    questions: tuple[str, ...] = ()
+    question_lines: tuple[int, ...] = ()
 
     @property
     def sha256(self) -> str:
@@ -179,6 +196,7 @@ def wording_parse(source: str, *, line: str, history: IdHistory | None = None) -
                         f"{clause.clause_id} refers to {ref}, which is not in this version",
                     )
                 )
+    errors.extend(_question_duplicates(clauses))
     errors.extend(_append_only_errors(clauses, history))
     errors.sort(key=lambda e: (e.line is None, e.line or 0))
     return ParsedWording(title=title, clauses=clauses, errors=errors)
@@ -230,11 +248,42 @@ def _clause_parse(
         errors.append(WordingProblem(heading_no, problem))
 
     metadata: dict[str, tuple[str, int]] = {}
+    questions: list[tuple[str, int]] = []
+    question_block: set[int] = set()  # 0-based lines of the Questions block
+    in_questions = False
     index = start + 1
     while index < end and lines[index].strip():
+        item = QUESTION_ITEM_RE.match(lines[index])
+        if item is not None:
+            if in_questions:
+                questions.append((item["text"], index + 1))
+                question_block.add(index)
+            else:
+                errors.append(
+                    WordingProblem(
+                        index + 1,
+                        "a '- ' item among the metadata lines must follow a 'Questions:' line "
+                        "(similar questions, one per line)",
+                    )
+                )
+            index += 1
+            continue
         meta = METADATA_RE.match(lines[index])
         key = meta["key"].strip().lower() if meta else None
-        if key not in METADATA_KEYS:
+        in_questions = False
+        if key == QUESTIONS_KEY and key not in metadata:
+            metadata[key] = ("", index + 1)
+            question_block.add(index)
+            in_questions = True
+            if meta["value"]:
+                errors.append(
+                    WordingProblem(
+                        index + 1,
+                        "list the similar questions on the lines below 'Questions:', "
+                        "one '- <question>' per line",
+                    )
+                )
+        elif key not in METADATA_KEYS:
             errors.append(
                 WordingProblem(
                     index + 1,
@@ -265,6 +314,8 @@ def _clause_parse(
                 visibility_line, f"unknown Visibility {visibility!r}; customer or internal"
             )
         )
+    if QUESTIONS_KEY in metadata:
+        _questions_check(clause_id, questions, metadata[QUESTIONS_KEY][1], visibility, errors)
     section, section_line = metadata.get("schedule section", ("", 0))
     if "schedule section" in metadata and section not in sections:
         known = ", ".join(sections) or "none for this line"
@@ -298,7 +349,8 @@ def _clause_parse(
             )
         )
 
-    text = "\n".join(lines[start:last]).rstrip()
+    # The stored text leaves the Questions block out (see ParsedClause.questions).
+    text = "\n".join(lines[i] for i in range(start, last) if i not in question_block).rstrip()
     if len(text) > MAX_CLAUSE_CHARS:
         errors.append(
             WordingProblem(
@@ -325,7 +377,92 @@ def _clause_parse(
         refers_to=tuple(refs),
         heading_line=heading_no,
         position=position,
+        questions=tuple(q for q, _ in questions),
+        question_lines=tuple(n for _, n in questions),
     )
+
+
+def question_key(question: str) -> str:
+    """A question as compared for duplicates: lower case, words only."""
+    return " ".join(WORD_RE.findall(question.lower()))
+
+
+def _questions_check(
+    clause_id: str,
+    questions: list[tuple[str, int]],
+    block_line: int,
+    visibility: str,
+    errors: list[WordingProblem],
+) -> None:
+    if visibility == Clause.Visibility.INTERNAL:
+        errors.append(
+            WordingProblem(
+                block_line,
+                f"{clause_id} is internal: it is never selected for a customer, so it takes "
+                "no similar questions",
+            )
+        )
+    if not MIN_QUESTIONS <= len(questions) <= MAX_QUESTIONS:
+        errors.append(
+            WordingProblem(
+                block_line,
+                f"{clause_id} has {len(questions)} similar question(s) under 'Questions:'; "
+                f"give {MIN_QUESTIONS} to {MAX_QUESTIONS}, one '- <question>' per line",
+            )
+        )
+    seen: dict[str, int] = {}
+    for question, line_no in questions:
+        if len(question) > MAX_QUESTION_CHARS:
+            errors.append(
+                WordingProblem(
+                    line_no,
+                    f"a similar question is {len(question)} characters long; "
+                    f"the most is {MAX_QUESTION_CHARS}",
+                )
+            )
+        if len(WORD_RE.findall(question)) < MIN_QUESTION_WORDS:
+            errors.append(
+                WordingProblem(
+                    line_no,
+                    f"similar question {question!r} is too short; write it as a customer "
+                    f"would ask it (at least {MIN_QUESTION_WORDS} words)",
+                )
+            )
+        if CLAUSE_REF_RE.search(question):
+            errors.append(
+                WordingProblem(
+                    line_no,
+                    "a similar question names a clause id; write it in the customer's words",
+                )
+            )
+        key = question_key(question)
+        if key in seen:
+            errors.append(
+                WordingProblem(line_no, f"similar question repeated (first at line {seen[key]})")
+            )
+        else:
+            seen[key] = line_no
+
+
+def _question_duplicates(clauses: list[ParsedClause]) -> list[WordingProblem]:
+    """The same similar question under two clauses: it cannot point to both."""
+    errors = []
+    first: dict[str, tuple[str, int]] = {}
+    for clause in clauses:
+        for question, line_no in zip(clause.questions, clause.question_lines, strict=True):
+            key = question_key(question)
+            owner = first.get(key)
+            if owner is None:
+                first[key] = (clause.clause_id, line_no)
+            elif owner[0] != clause.clause_id:
+                errors.append(
+                    WordingProblem(
+                        line_no,
+                        f"similar question is also under {owner[0]} (line {owner[1]}); "
+                        "a question belongs to one clause",
+                    )
+                )
+    return errors
 
 
 def _phrase_line(lines: list[str], start: int, end: int) -> int | None:

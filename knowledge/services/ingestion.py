@@ -408,6 +408,31 @@ def passage_embeddings_compute(clauses: list[tuple[str, str]]) -> list[bytes | N
         return [None] * len(clauses)
 
 
+def question_embeddings_compute(clauses: list[tuple[str, ...]]) -> list[bytes | None]:
+    """Per clause, the float32 rows of its similar questions' embeddings, as bytes.
+
+    Each question is embedded alone (it is phrased as a customer asks). Empty
+    bytes for a clause without questions; None without an embedder.
+    """
+    try:
+        import numpy as np
+
+        from knowledge.embedding import default_embedder
+
+        embedder = default_embedder()
+        out: list[bytes | None] = []
+        for questions in clauses:
+            if not questions:
+                out.append(b"")
+                continue
+            rows = np.asarray(embedder.encode(list(questions)), dtype=np.float32)
+            out.append(rows.tobytes())
+        return out
+    except Exception as exc:
+        logger.warning("ingestion: no question embeddings (%s: %s)", type(exc).__name__, exc)
+        return [None] * len(clauses)
+
+
 def _embedding_model_name() -> str:
     try:
         from knowledge.embedding import default_embedder
@@ -451,6 +476,7 @@ def _manifest(version: WordingVersion, parsed: ParsedWording, keys: dict[str, st
                 "char_count": c.char_count,
                 "sha256": c.sha256,
                 "key": keys[c.clause_id],
+                "questions": list(c.questions),
             }
             for c in parsed.clauses
         ],
@@ -679,6 +705,7 @@ def _attempt_run(attempt: _Attempt) -> IngestResult:
 
     embeddings = clause_embeddings_compute([f"{c.title}\n\n{c.body}" for c in parsed.clauses])
     passages = passage_embeddings_compute([(c.title, c.body) for c in parsed.clauses])
+    question_rows = question_embeddings_compute([c.questions for c in parsed.clauses])
     model_name = _embedding_model_name() if any(e is not None for e in embeddings) else ""
 
     # Content-addressed keys: a retry after a failed attempt finds the objects
@@ -726,8 +753,12 @@ def _attempt_run(attempt: _Attempt) -> IngestResult:
                 embedding=embedding,
                 passage_embeddings=passage_rows,
                 parts=clause_parts(c.text),
+                questions=list(c.questions),
+                question_embeddings=question_embedding,
             )
-            for c, embedding, passage_rows in zip(parsed.clauses, embeddings, passages, strict=True)
+            for c, embedding, passage_rows, question_embedding in zip(
+                parsed.clauses, embeddings, passages, question_rows, strict=True
+            )
         ]
         bulk_create_with_history(rows, Clause, default_change_reason="Ingested")
         locked.status = WordingVersion.Status.INGESTED
