@@ -114,3 +114,25 @@ def test_the_held_out_questions_map_to_customer_clauses_too(inventory):
         assert (question.coverage == "no_clause") == (question.expected == ()), question
         for clause_id in question.expected:
             assert clauses[clause_id].visibility == "customer", (question.id, clause_id)
+
+
+@pytest.mark.parametrize("line", DOCUMENTS)
+def test_every_customer_clause_carries_similar_questions(line):
+    for label in ("MVP-2026.1", "2026.2"):
+        for clause in parsed(line, label).clauses:
+            if clause.visibility == "internal":
+                assert clause.questions == ()
+            else:
+                assert 3 <= len(clause.questions) <= 8, (label, clause.clause_id)
+
+
+def test_the_main_cover_clauses_take_the_generic_cover_questions():
+    def questions(line, clause_id):
+        clauses = parsed(line, "2026.2").clauses
+        return " ".join(next(c for c in clauses if c.clause_id == clause_id).questions).lower()
+
+    assert "stolen" in questions("motor", "MTR-COV-01")
+    assert "what does comprehensive car insurance cover" in questions("motor", "MTR-COV-01")
+    assert "what does homeowners insurance cover" in questions("home", "HOM-COV-01")
+    assert "what does renters insurance cover" in questions("contents", "CNT-COV-01")
+    assert "loss of use" in questions("home", "HOM-BEN-01")
