@@ -169,3 +169,64 @@ def test_registry_reads_the_setting_at_call_time(settings):
     assert selection_model("baseline").name == "baseline"
     with pytest.raises(ValueError, match="Unknown clause selector 'nope'"):
         selection_model("nope")
+
+
+def test_similar_questions_are_signals_precomputed_per_version(directory, embedded_index):
+    """A clause's similar questions give it a cosine and a BM25 of their own.
+
+    Their vectors are read from what ingestion stored (no model run for
+    them at turn time); a clause without questions gets -1 / 0.
+    """
+    import dataclasses
+
+    import numpy as np
+
+    from knowledge.embedding import default_embedder
+
+    questions = {
+        "SYN-GEN-02": (
+            "Can I stop paying for my policy when I sell the car?",
+            "Do I get money back if I end my cover early?",
+            "How do I cancel my car insurance?",
+        )
+    }
+    embedder = default_embedder()
+    clauses = tuple(
+        dataclasses.replace(
+            c,
+            questions=questions.get(c.clause_id, ()),
+            question_embeddings=(
+                np.asarray(embedder.encode(list(questions[c.clause_id])), np.float32).tobytes()
+                if c.clause_id in questions
+                else None
+            ),
+        )
+        for c in embedded_index
+    )
+
+    class CountingEmbedder:
+        name = embedder.name
+        dimension = embedder.dimension
+
+        def __init__(self):
+            self.texts = []
+
+        def encode(self, texts):
+            self.texts.extend(texts)
+            return embedder.encode(texts)
+
+    counting = CountingEmbedder()
+    model = HybridModel(
+        index_source=lambda version_id: clauses, embedder=counting, outside_wording=no_cards
+    )
+    index = model._index(directory)
+    message = "I sold my car last week, can I stop the policy and get some money back?"
+    cos, bm = model.alias_signals(index, model._embed(message), ["sold", "car", "stop"])
+    row = index.ids.index("SYN-GEN-02")
+    assert cos[row] > 0.5 and bm[row] > 0
+    assert all(cos[i] == -1.0 and bm[i] == 0.0 for i in range(len(index)) if i != row)
+    assert model.choose(message=message, directory=directory, context=context())[0] == (
+        "SYN-GEN-02"
+    )
+    # only the message was ever embedded, never a similar question
+    assert not set(counting.texts) & set(questions["SYN-GEN-02"])

@@ -54,7 +54,7 @@ def test_training_is_deterministic_and_never_reads_the_test_half(demo, tmp_path)
     # the inventories and the 4 tune rows; T-5 (test half) is never used
     assert data["meta"]["questions"] == standalone + 4
     assert "Does my insurance pay" not in outputs[0].decode()
-    assert 0 < data["fits_threshold"] < 1 and len(data["reranker"]["coef"]) == 16
+    assert 0 < data["fits_threshold"] < 1 and len(data["reranker"]["coef"]) == 21
 
 
 def test_a_missing_questions_file_is_a_clear_error(demo, tmp_path):

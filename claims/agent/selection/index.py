@@ -81,12 +81,23 @@ class VersionIndex:
     # For the learned reranker: each clause's kind and its title's stems.
     kinds: tuple[str, ...] = ()
     title_stems: tuple[frozenset[str], ...] = ()
+    # Similar questions per clause (the wording's "Questions:"), the rows
+    # ingestion stored for them, and -- built on first use -- their vectors
+    # with the clause row each belongs to (see ``alias_embeddings``).
+    questions: tuple[tuple[str, ...], ...] = ()
+    stored_questions: tuple[bytes | None, ...] = ()
+    aliases: np.ndarray | None = None
+    alias_owner: np.ndarray | None = None
+    alias_embedder: str = ""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     # Built on first use by the selector that needs them (see _keywords and
     # _baseline): a baseline-only process never builds BM25, and the
     # embedding selector neither.
     _keyword_index: tuple[Any, frozenset[str]] | None = field(default=None, repr=False)
     _baseline_index: tuple[tuple[Counter, ...], tuple[Counter, ...]] | None = field(
+        default=None, repr=False
+    )
+    _alias_keyword_index: tuple[Any, np.ndarray, frozenset[str]] | None = field(
         default=None, repr=False
     )
 
@@ -138,6 +149,47 @@ class VersionIndex:
     def baseline_bodies(self) -> tuple[Counter, ...]:
         return self._baseline()[1]
 
+    @property
+    def has_questions(self) -> np.ndarray:
+        """Per clause, whether it has similar questions."""
+        if not self.questions:
+            return np.zeros(len(self.ids), dtype=bool)
+        return np.array([bool(q) for q in self.questions], dtype=bool)
+
+    def _alias_keywords(self) -> tuple[Any, np.ndarray, frozenset[str]]:
+        """BM25 with one document per similar question (glossary-expanded stems)."""
+        with self._lock:
+            if self._alias_keyword_index is None:
+                import bm25s
+
+                corpus: list[list[str]] = []
+                owners: list[int] = []
+                for row, questions in enumerate(self.questions):
+                    for question in questions:
+                        corpus.append(T.stems(T.expand(question)))
+                        owners.append(row)
+                bm25 = None
+                if corpus:
+                    bm25 = bm25s.BM25()
+                    bm25.index(corpus, show_progress=False)
+                self._alias_keyword_index = (
+                    bm25,
+                    np.asarray(owners, dtype=np.int32),
+                    frozenset(s for doc in corpus for s in doc),
+                )
+            return self._alias_keyword_index
+
+    def alias_bm25_scores(self, query_stems: list[str]) -> np.ndarray:
+        """Per clause, the best BM25 of the query against one of its similar questions."""
+        bm25, owner, vocabulary = self._alias_keywords()
+        best = np.zeros(len(self.ids), dtype=np.float32)
+        known = [s for s in query_stems if s in vocabulary]
+        if bm25 is None or not known:
+            return best
+        scores = np.asarray(bm25.get_scores(known), dtype=np.float32)
+        np.maximum.at(best, owner, scores)
+        return best
+
     def bm25_scores(self, query_stems: list[str]) -> np.ndarray:
         known = [s for s in query_stems if s in self.vocabulary]
         if not known or self.bm25 is None:
@@ -160,6 +212,8 @@ def _build(directory: ClauseDirectory, clauses: Sequence[IndexedClause]) -> Vers
     bodies: list[str] = []
     vectors: list[np.ndarray | None] = []
     stored: list[bytes | None] = []
+    questions: list[tuple[str, ...]] = []
+    stored_questions: list[bytes | None] = []
     refers: dict[str, tuple[str, ...]] = {}
     for entry in directory.entries:
         clause = by_id.get(entry.clause_id)
@@ -172,6 +226,8 @@ def _build(directory: ClauseDirectory, clauses: Sequence[IndexedClause]) -> Vers
         raw = getattr(clause, "embedding", None) if clause is not None else None
         vectors.append(np.frombuffer(raw, dtype=np.float32) if raw else None)
         stored.append(getattr(clause, "passage_embeddings", None) if clause is not None else None)
+        questions.append(tuple(getattr(clause, "questions", ()) or ()) if clause else ())
+        stored_questions.append(getattr(clause, "question_embeddings", None) if clause else None)
 
     embeddings = None
     if ids and all(v is not None for v in vectors) and len({v.shape for v in vectors}) == 1:
@@ -187,6 +243,8 @@ def _build(directory: ClauseDirectory, clauses: Sequence[IndexedClause]) -> Vers
         stored_passages=tuple(stored),
         kinds=tuple(kinds),
         title_stems=tuple(frozenset(T.stems(t)) for t in titles),
+        questions=tuple(questions),
+        stored_questions=tuple(stored_questions),
     )
 
 
@@ -295,6 +353,57 @@ def passage_embeddings(
         index.passage_owner = np.concatenate([np.arange(len(index), dtype=np.int32), owner])
         index.embedder_name = embedder.name
         return index.passages, index.passage_owner
+
+
+def alias_embeddings(
+    index: VersionIndex, embedder: Embedder
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The similar questions' vectors with the clause row each belongs to; None if none.
+
+    Read from the rows ingestion stored; a version ingested without them (or
+    with another embedder's width) is embedded once here, kept on the index
+    and in the Django cache -- never per turn.
+    """
+    if not any(index.questions):
+        return None
+    with index._lock:
+        if index.aliases is not None and index.alias_embedder == embedder.name:
+            return index.aliases, index.alias_owner
+        dim = int(getattr(embedder, "dimension", 0) or 0)
+        owners = [np.full(len(qs), row, dtype=np.int32) for row, qs in enumerate(index.questions)]
+        owner = np.concatenate(owners)
+        stored = [
+            raw for raw, qs in zip(index.stored_questions, index.questions, strict=False) if qs
+        ]
+        matrix = None
+        if (
+            dim
+            and len(stored) == sum(1 for qs in index.questions if qs)
+            and all(raw for raw in stored)
+        ):
+            joined = b"".join(stored)  # type: ignore[arg-type]
+            if len(joined) == 4 * dim * len(owner):
+                matrix = np.frombuffer(joined, dtype=np.float32).reshape(-1, dim)
+        if matrix is None:
+            from django.core.cache import cache
+
+            key = f"selection:aliases:{index.version_id}:{index.stamp}:{embedder.name}"
+            cached = cache.get(key)
+            if cached is not None:
+                matrix = np.frombuffer(cached[1], dtype=np.float32).reshape(-1, cached[0])
+            else:
+                logger.info(
+                    "selection: embedding %d similar questions of version %s at first use",
+                    len(owner),
+                    index.version_id,
+                )
+                texts = [q for qs in index.questions for q in qs]
+                matrix = np.asarray(embedder.encode(texts), dtype=np.float32)
+                cache.set(key, (matrix.shape[1], matrix.tobytes()), PASSAGE_CACHE_SECONDS)
+        index.aliases = matrix
+        index.alias_owner = owner
+        index.alias_embedder = embedder.name
+        return index.aliases, index.alias_owner
 
 
 def _stored_passages(index: VersionIndex, dim: int) -> tuple[int, bytes, bytes] | None:

@@ -44,7 +44,15 @@ PAIR_FEATURES = (
     "title_overlap",  # message stems found in the title
     "main_clause",  # the line's first cover or excess clause
     *(f"kind_{k}" for k in KINDS),
+    # The clause's similar questions (the wording's "Questions:"); a clause
+    # without them stands in with its own cosine and BM25.
+    "alias_cosine",
+    "alias_cosine_gap",  # alias cosine - best alias cosine of the message
+    "alias_cosine_rank_inv",
+    "alias_bm25_log",
+    "alias_bm25_share",
 )
+_ALIAS = 8 + len(KINDS)
 FIT_SCALARS = (
     "best_pair",
     "best_cosine",
@@ -71,8 +79,16 @@ def pair_features(
     query_stems: frozenset[str],
     cosines: np.ndarray,
     bm25: np.ndarray,
+    alias_cosines: np.ndarray | None = None,
+    alias_bm25: np.ndarray | None = None,
 ) -> np.ndarray:
-    """One row of PAIR_FEATURES per clause of the directory."""
+    """One row of PAIR_FEATURES per clause of the directory.
+
+    ``alias_cosines`` / ``alias_bm25``: per clause, the message's best cosine
+    and BM25 against one of the clause's similar questions (already falling
+    back to ``cosines`` / ``bm25`` where a clause has none); None: no clause
+    has any.
+    """
     n = len(ids)
     x = np.zeros((n, len(PAIR_FEATURES)), dtype=np.float64)
     if not n:
@@ -90,6 +106,14 @@ def pair_features(
     x[:, 7] = [bool(_FIRST_OF_SEGMENT.search(c)) for c in ids]
     for j, kind in enumerate(KINDS):
         x[:, 8 + j] = [k == kind for k in kinds]
+    acos = cos if alias_cosines is None else alias_cosines.astype(np.float64)
+    abm = bm if alias_bm25 is None else alias_bm25.astype(np.float64)
+    best_abm = float(abm.max())
+    x[:, _ALIAS] = acos
+    x[:, _ALIAS + 1] = acos - float(acos.max())
+    x[:, _ALIAS + 2] = _inverse_ranks(acos)
+    x[:, _ALIAS + 3] = np.log1p(np.maximum(abm, 0.0))
+    x[:, _ALIAS + 4] = abm / best_abm if best_abm > 0 else 0.0
     return x
 
 

@@ -26,6 +26,7 @@ from claims.agent.selection.index import (
     Embedder,
     IndexSource,
     VersionIndex,
+    alias_embeddings,
     default_embedder,
     default_index_source,
     passage_embeddings,
@@ -139,6 +140,27 @@ class _IndexedModel:
         best = np.full(len(index), -1.0, dtype=np.float32)
         np.maximum.at(best, owner, matrix @ vector)
         return best
+
+    def alias_signals(
+        self, index: VersionIndex, vector: np.ndarray | None, stems: list[str]
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """Per clause, the best cosine and BM25 against one of its similar questions.
+
+        Clauses without questions get -1 / 0 here (the callers decide how to
+        fall back); None when the version has no similar questions at all.
+        Both come from matrices built once per version (no turn embeds one).
+        """
+        if not any(index.questions):
+            return None
+        n = len(index)
+        alias_cos = np.full(n, -1.0, dtype=np.float32)
+        embedder = self._get_embedder()
+        if embedder is not None and vector is not None:
+            found = alias_embeddings(index, embedder)
+            if found is not None and found[0].shape[1] == vector.shape[0]:
+                matrix, owner = found
+                np.maximum.at(alias_cos, owner, matrix @ vector)
+        return alias_cos, index.alias_bm25_scores(stems)
 
 
 class Bm25Model(_IndexedModel):
@@ -308,6 +330,12 @@ class HybridModel(_IndexedModel):
             stems = stems * 2 + T.stems(previous)
         bm25 = index.bm25_scores(stems)
         lists = [_ranks(bm25, floor=0.0), _ranks(cosines, floor=-1.0)]
+        # The clauses' similar questions: two more ranked lists (the
+        # message's own words; clauses without questions are not ranked).
+        aliases = self.alias_signals(index, vector, T.stems(query))
+        if aliases is not None:
+            lists.append(_ranks(aliases[0], floor=-1.0))
+            lists.append(_ranks(aliases[1], floor=0.0))
         best_cos = float(cosines.max()) if n else 0.0
         prior_ids: tuple[str, ...] = ()
         if follow_up:
@@ -349,6 +377,7 @@ class HybridModel(_IndexedModel):
                 out_of_scope=out_of_scope,
                 reranker=learned.reranker,
                 message=message,
+                aliases=aliases,
             )
             probability = learned.reranker.probability(signals.pairs)
             fit = float(learned.fits.probability(signals.fit[None, :])[0])
@@ -482,9 +511,21 @@ class HybridModel(_IndexedModel):
         out_of_scope: float,
         reranker: Logistic | None,
         message: str,
+        aliases: tuple[np.ndarray, np.ndarray] | bool | None = False,
     ) -> LearnedSignals:
-        """The features of both learned stages (the same at training and at run time)."""
+        """The features of both learned stages (the same at training and at run time).
+
+        ``aliases``: the message's ``alias_signals`` if the caller has them
+        (False: compute them here).
+        """
         query_stems = frozenset(T.stems(query))
+        if aliases is False:
+            aliases = self.alias_signals(index, vector, T.stems(query))
+        alias_cos = alias_bm = None
+        if isinstance(aliases, tuple):
+            has = index.has_questions
+            alias_cos = np.where(has, aliases[0], cosines)
+            alias_bm = np.where(has, aliases[1], bm25)
         pairs = pair_features(
             ids=index.ids,
             kinds=index.kinds or ("",) * len(index),
@@ -492,6 +533,8 @@ class HybridModel(_IndexedModel):
             query_stems=query_stems,
             cosines=cosines,
             bm25=bm25,
+            alias_cosines=alias_cos,
+            alias_bm25=alias_bm,
         )
         best_pair = float(reranker.score(pairs).max()) if reranker is not None else 0.0
         known = sum(s in index.vocabulary for s in query_stems)
