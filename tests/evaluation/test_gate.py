@@ -21,10 +21,12 @@ def staff(name: str):
 
 
 def without_hire_car(text: str) -> str:
-    """MTR-BEN-03 with its "hire car" words gone (title and body), nothing else changed."""
+    """MTR-BEN-03 with its "hire car" words gone (title, body and similar questions)."""
     start = text.index("## MTR-BEN-03")
     end = text.index("\n## ", start + 1)
     clause = text[start:end]
+    # its similar questions ask for a rental car: they go with the words
+    clause = re.sub(r"\nQuestions:\n(?:- .*\n)+", "\n", clause)
     clause = clause.replace(
         "Hire car, rental car and alternative transport", "Alternative transport"
     )

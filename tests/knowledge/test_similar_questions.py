@@ -201,8 +201,8 @@ def test_the_clause_page_shows_its_similar_questions(client, users):
 
 
 @pytest.mark.django_db
-def test_the_diff_shows_a_changed_question(demo):
-    from tests.knowledge.test_release_review import CONTENT_DIR, new_version
+def test_the_diff_shows_a_changed_question(demo, client):
+    from tests.knowledge.test_release_review import CONTENT_DIR, new_version, staff
 
     motor = (CONTENT_DIR / "NW-MOTOR-2026.2.md").read_text(encoding="utf-8")
     changed = motor.replace(
@@ -219,3 +219,8 @@ def test_the_diff_shows_a_changed_question(demo):
     assert part.label == "Similar questions"
     assert "<ins>thieves</ins>" in part.html and "<del>stolen?</del>" in part.html
     assert "What does comprehensive car insurance cover?" in part.after
+    # and the admin's diff page shows it
+    client.force_login(staff("demo-editor"))
+    url = reverse("admin:knowledge_wordingversion_diff", args=[candidate.pk])
+    page = client.get(url, {"against": serving.pk}).content.decode()
+    assert "Similar questions" in page and "<ins>thieves</ins>" in page
