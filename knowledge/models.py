@@ -384,6 +384,10 @@ class Card(models.Model):
     deprecate_reason = models.TextField(blank=True, editable=False)
     source_changed = models.BooleanField(default=False, editable=False)
     source_change_note = models.TextField(blank=True, editable=False)
+    # Warnings only: {"<version pk>": note} for an ingested, not yet released
+    # version that drops or changes a cited clause. The card keeps serving;
+    # approving that version's release flags ``source_changed``.
+    source_pending = models.JSONField(default=dict, blank=True, editable=False)
     gate_results = models.JSONField(default=list, blank=True, editable=False)
     gates_checked_at = models.DateTimeField(null=True, blank=True, editable=False)
     from_pending_reference = models.CharField(

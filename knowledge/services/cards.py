@@ -652,6 +652,9 @@ def card_sources_review(
     )
     card.source_changed = False
     card.source_change_note = ""
+    card.source_pending = {
+        k: v for k, v in (card.source_pending or {}).items() if k != str(version.pk)
+    }
     card._change_reason = f"Sources reviewed against {version}: {reason.strip()}"
     card.save(
         update_fields=[
@@ -659,6 +662,7 @@ def card_sources_review(
             "source_clause_hashes",
             "source_changed",
             "source_change_note",
+            "source_pending",
         ]
     )
     if card.status == Card.Status.ACTIVE:
@@ -666,27 +670,20 @@ def card_sources_review(
     return card
 
 
-@transaction.atomic
-def cards_sources_check(*, version_id: int) -> list[str]:
-    """Flag cards whose cited clauses a newly ingested version drops or changes.
-
-    Called when a version is ingested. A flagged card is out of the index
-    until someone reviews it (``card_sources_review``). Returns the ids.
-    """
-    version = WordingVersion.objects.select_related("document").get(pk=version_id)
+def _source_changes(version: WordingVersion, *, lock: bool = True):
+    """(card, removed, changed) for each draft or active card of ``version``'s
+    document, pinned to another version, whose cited clauses it drops or changes."""
     current = dict(Clause.objects.filter(version=version).values_list("clause_id", "sha256"))
     cards = (
-        Card.objects.select_for_update()
-        .filter(
+        Card.objects.filter(
             source_version__document=version.document,
-            source_changed=False,
             status__in=[Card.Status.DRAFT, Card.Status.ACTIVE],
         )
         .exclude(source_version=version)
         .order_by("pk")
     )
-    flagged: list[str] = []
-    bump = False
+    if lock:
+        cards = cards.select_for_update()
     for card in cards:
         pinned = card.source_clause_hashes or dict(
             Clause.objects.filter(
@@ -697,19 +694,87 @@ def cards_sources_check(*, version_id: int) -> list[str]:
         changed = [
             c for c in card.source_clause_ids if c in current and pinned.get(c) != current[c]
         ]
-        if not removed and not changed:
-            continue
-        parts = []
-        if removed:
-            parts.append(f"{', '.join(removed)} no longer in {version}")
-        if changed:
-            parts.append(f"{', '.join(changed)} changed in {version}")
-        card.source_changed = True
-        card.source_change_note = "; ".join(parts) + "."
-        card._change_reason = f"Source changed: {card.source_change_note}"
-        card.save(update_fields=["source_changed", "source_change_note"])
-        flagged.append(card.card_id)
-        bump = bump or card.status == Card.Status.ACTIVE
+        yield card, removed, changed
+
+
+@transaction.atomic
+def cards_sources_warn(*, version_id: int) -> list[str]:
+    """Warn on cards whose cited clauses an ingested, unreleased version drops or changes.
+
+    Called when a version is ingested (and when its release is requested
+    again). Nothing is taken out of the index: the version is not served
+    until its release is approved, so the card still rests on the served
+    wording. The warning ("MTR-CLM-02 changes in NW-MOTOR 2027.1 (not yet
+    released).") shows on the card's health for an early look. Returns the ids.
+    """
+    version = WordingVersion.objects.select_related("document").get(pk=version_id)
+    key = str(version.pk)
+    warned: list[str] = []
+    for card, removed, changed in _source_changes(version):
+        pending = dict(card.source_pending or {})
+        note = ""
+        if removed or changed:
+            parts = []
+            if removed:
+                parts.append(f"{', '.join(removed)} not in {version}")
+            if changed:
+                parts.append(f"{', '.join(changed)} changes in {version}")
+            note = "; ".join(parts) + " (not yet released)."
+            pending[key] = note
+            warned.append(card.card_id)
+        else:
+            pending.pop(key, None)
+        if pending != (card.source_pending or {}):
+            card.source_pending = pending
+            card._change_reason = f"Source changes pending: {note}" if note else "Warning cleared"
+            card.save(update_fields=["source_pending"])
+    return warned
+
+
+@transaction.atomic
+def cards_sources_warning_clear(*, version_id: int, why: str) -> list[str]:
+    """Drop the warnings of a version that will not be released (discarded, rejected)."""
+    key = str(version_id)
+    cleared: list[str] = []
+    for card in Card.objects.select_for_update().filter(source_pending__has_key=key).order_by("pk"):
+        card.source_pending = {k: v for k, v in card.source_pending.items() if k != key}
+        card._change_reason = f"Source warning cleared: {why}"[:100]
+        card.save(update_fields=["source_pending"])
+        cleared.append(card.card_id)
+    return cleared
+
+
+@transaction.atomic
+def cards_sources_check(*, version_id: int) -> list[str]:
+    """Flag cards whose cited clauses a newly released version drops or changes.
+
+    Called in the transaction that approves the version's release. A flagged
+    card is out of the index until someone reviews it
+    (``card_sources_review``); the index stamp moves. Returns the ids.
+    """
+    version = WordingVersion.objects.select_related("document").get(pk=version_id)
+    key = str(version.pk)
+    flagged: list[str] = []
+    bump = False
+    for card, removed, changed in _source_changes(version):
+        pending = {k: v for k, v in (card.source_pending or {}).items() if k != key}
+        fields = ["source_pending"] if pending != (card.source_pending or {}) else []
+        card.source_pending = pending
+        card._change_reason = f"{version} released"
+        if (removed or changed) and not card.source_changed:
+            parts = []
+            if removed:
+                parts.append(f"{', '.join(removed)} no longer in {version}")
+            if changed:
+                parts.append(f"{', '.join(changed)} changed in {version}")
+            card.source_changed = True
+            card.source_change_note = "; ".join(parts) + "."
+            card._change_reason = f"Source changed: {card.source_change_note}"
+            fields += ["source_changed", "source_change_note"]
+            flagged.append(card.card_id)
+            bump = bump or card.status == Card.Status.ACTIVE
+        if fields:
+            card.save(update_fields=fields)
     if bump:
         _index_bump()
     return flagged
@@ -757,6 +822,8 @@ def card_health_flags(card: Card, *, today: date | None = None) -> list[str]:
     flags: list[str] = []
     if card.source_changed:
         flags.append(f"Source changed: {card.source_change_note}")
+    for note in (card.source_pending or {}).values():
+        flags.append(f"Source changes pending: {note}")
     if card.status == Card.Status.ACTIVE:
         since = card.last_returned_at or card.activated_at
         if since is not None and (today - timezone.localdate(since)).days >= STALE_AFTER_DAYS:

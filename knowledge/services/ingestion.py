@@ -780,10 +780,11 @@ def _attempt_run(attempt: _Attempt) -> IngestResult:
                 "ingested_at",
             ]
         )
-        # Cards citing a clause this version drops or changes leave the index.
-        from knowledge.services.cards import cards_sources_check
+        # Cards citing a clause this version drops or changes get a warning;
+        # they leave the index only when its release is approved.
+        from knowledge.services.cards import cards_sources_warn
 
-        flagged = cards_sources_check(version_id=version_id)
+        warned = cards_sources_warn(version_id=version_id)
         document = locked.document
         title = _printable(document_title(parsed.title, locked.label), 200)
         if title and document.title != title:
@@ -793,8 +794,10 @@ def _attempt_run(attempt: _Attempt) -> IngestResult:
             document._change_reason = f"Title from {locked}"
             document.save(update_fields=["title"])
     logger.info("ingestion: %s ingested, %s clauses under %s", version, len(rows), prefix)
-    if flagged:
-        logger.info("ingestion: %s flagged cards whose source changed: %s", version, flagged)
+    if warned:
+        logger.info(
+            "ingestion: %s changes the sources of cards (until released): %s", version, warned
+        )
     return IngestResult(
         outcome="ingested",
         version_id=version_id,
@@ -990,6 +993,9 @@ def wording_version_discard(*, version_id: int, acting_user, reason: str) -> Wor
                 f"{version} has been requested for release; a version that may have been "
                 "served is never discarded (withdraw its release instead)."
             )
+        from knowledge.services.cards import cards_sources_warning_clear
+
+        cards_sources_warning_clear(version_id=version.pk, why=f"{version} discarded")
         version.clauses.all().delete()
         version.status = WordingVersion.Status.DISCARDED
         version.status_changed_at = timezone.now()

@@ -483,6 +483,16 @@ def release_transition(
         fields += ["gate_override_reason", "superseded_version"]
     release._change_reason = history_reason("; ".join(notes))
     release.save(update_fields=fields)
+    # Cards resting on a clause this version drops or changes: flagged (out
+    # of the index) once it is released; only a warning while it is not.
+    from knowledge.services import cards
+
+    if action == ReleaseAction.APPROVE:
+        cards.cards_sources_check(version_id=version.pk)
+    elif action == ReleaseAction.REQUEST:
+        cards.cards_sources_warn(version_id=version.pk)
+    elif action == ReleaseAction.REJECT:
+        cards.cards_sources_warning_clear(version_id=version.pk, why=f"{version} rejected")
     if action == ReleaseAction.REQUEST and evaluate:
         _evaluation_start(release)
     return release

@@ -96,3 +96,49 @@ def test_a_reply_rating_counts_on_the_cards_it_cited(api_client):
     assert api_client.post(url, {"rating": "not_helpful"}, format="json").status_code == 201
     card.refresh_from_db()
     assert (card.helpful_count, card.not_helpful_count) == (0, 1)
+
+
+def test_a_draft_wording_that_changes_a_cited_clause_leaves_the_card_serving_until_released(
+    api_client,
+):
+    from datetime import date
+    from pathlib import Path
+
+    from knowledge.services.ingestion import wording_version_create, wording_version_ingest
+    from knowledge.services.releases import release_approve, release_request
+
+    users = get_user_model().objects
+    wording = Path(__file__).resolve().parents[2] / "knowledge" / "content" / "wording"
+    source = (wording / "NW-MOTOR-2026.2.md").read_text(encoding="utf-8")
+    assert "up to NZD 60 a day" in source
+    # given a draft version that changes MTR-BEN-03, which QA-MTR-0003 cites
+    version = wording_version_create(
+        document_id="NW-MOTOR",
+        label="2027.1",
+        source_bytes=source.replace("up to NZD 60 a day", "up to NZD 80 a day").encode(),
+        filename="2027.1.md",
+        effective_from=date(2027, 1, 1),
+        effective_to=None,
+        channels=["direct", "broker"],
+        acting_user=users.get(username="demo-editor"),
+        queue_ingestion=False,
+    )
+    assert wording_version_ingest(version_id=version.pk).outcome == "ingested"
+    assert Card.objects.get(card_id="QA-MTR-0003").source_pending == {
+        str(version.pk): "MTR-BEN-03 changes in NW-MOTOR 2027.1 (not yet released)."
+    }
+    # then the card still answers and is cited while the version is a draft
+    body = _ask(api_client, "how do I book the hire car?")
+    assert body["cards"]["returned"][0] == "QA-MTR-0003"
+    assert any(c.get("card_id") == "QA-MTR-0003" for c in body["citations"])
+    # when its release is approved, the card is flagged and leaves the next turn
+    release = release_request(version_id=version.pk, acting_user=users.get(username="demo-editor"))
+    release_approve(
+        release_id=release.pk,
+        acting_user=users.get(username="demo-approver"),
+        gate_override_reason="the release gate is not under test here",
+    )
+    assert Card.objects.get(card_id="QA-MTR-0003").source_changed is True
+    body = _ask(api_client, "how do I book the hire car?")
+    assert "QA-MTR-0003" not in body["cards"]["requested"]
+    assert not any(c.get("card_id") == "QA-MTR-0003" for c in body["citations"])

@@ -11,7 +11,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 
 from claims.agent.cards import CardContext, cards_retrieve
-from knowledge.models import Card, WordingVersion
+from knowledge.models import Card, CardIndexVersion, WordingVersion
 from knowledge.services.cards import (
     CardContent,
     CardError,
@@ -20,13 +20,18 @@ from knowledge.services.cards import (
     card_deprecate,
     card_draft_from_pending,
     card_gates_check,
+    card_health_flags,
     card_sources_review,
     card_update,
     cards_csv_export,
     cards_csv_import,
 )
-from knowledge.services.ingestion import wording_version_create, wording_version_ingest
-from knowledge.services.releases import release_approve, release_request
+from knowledge.services.ingestion import (
+    wording_version_create,
+    wording_version_discard,
+    wording_version_ingest,
+)
+from knowledge.services.releases import release_approve, release_reject, release_request
 
 MOTOR = CardContext(
     line="motor",
@@ -206,9 +211,9 @@ def test_a_required_condition_filters_and_an_optional_one_lowers_the_rank(demo):
     assert "QA-MTR-0003" not in [c.card_id for c in home.returned]
 
 
-def test_a_new_version_that_drops_or_changes_a_cited_clause_flags_the_card(demo):
-    # given a motor version without MTR-GEN-02 (cited by QA-MTR-0002) and with
-    # MTR-CLM-02 (cited by QA-MTR-0005) changed
+def _motor_2026_3() -> WordingVersion:
+    """An ingested, unreleased motor version without MTR-GEN-02 (cited by
+    QA-MTR-0002) and with MTR-CLM-02 (cited by QA-MTR-0005) changed."""
     source = (WORDING / "NW-MOTOR-2026.2.md").read_text(encoding="utf-8")
     source = source[: source.index("## MTR-GEN-02")]
     source = source.replace("within 48 hours of finding out", "within 72 hours of finding out")
@@ -223,8 +228,66 @@ def test_a_new_version_that_drops_or_changes_a_cited_clause_flags_the_card(demo)
         acting_user=_user("demo-editor"),
         queue_ingestion=False,
     )
-    # when it is ingested
     assert wording_version_ingest(version_id=version.pk).outcome == "ingested"
+    return version
+
+
+def test_an_ingested_version_only_warns_until_its_release_is_approved(demo):
+    question = "Can I cancel my car policy for a full refund?"
+    # given an ingested version that drops and changes cited clauses
+    version = _motor_2026_3()
+    # then the cards carry a warning and still serve
+    dropped = Card.objects.get(card_id="QA-MTR-0002")
+    assert dropped.source_changed is False
+    assert card_health_flags(dropped) == [
+        "Source changes pending: MTR-GEN-02 not in NW-MOTOR 2026.3 (not yet released)."
+    ]
+    changed = Card.objects.get(card_id="QA-MTR-0005")
+    assert changed.source_pending == {
+        str(version.pk): "MTR-CLM-02 changes in NW-MOTOR 2026.3 (not yet released)."
+    }
+    assert Card.objects.get(card_id="QA-MTR-0001").source_pending == {}
+    assert cards_retrieve(question, MOTOR).returned[0].card_id == "QA-MTR-0002"
+    # when its release is rejected, the warning goes
+    release = release_request(version_id=version.pk, acting_user=_user("demo-editor"))
+    release_reject(release_id=release.pk, acting_user=_user("demo-approver"), reason="not yet")
+    assert Card.objects.get(card_id="QA-MTR-0002").source_pending == {}
+    # and comes back when it is requested again
+    release = release_request(version_id=version.pk, acting_user=_user("demo-editor"))
+    assert str(version.pk) in Card.objects.get(card_id="QA-MTR-0002").source_pending
+    # when it is approved, the card is flagged and leaves the index
+    stamp = CardIndexVersion.objects.get(pk=1).stamp
+    release_approve(
+        release_id=release.pk,
+        acting_user=_user("demo-approver"),
+        gate_override_reason="the release gate is not under test here",
+    )
+    dropped = Card.objects.get(card_id="QA-MTR-0002")
+    assert (dropped.source_changed, dropped.source_pending) == (True, {})
+    assert CardIndexVersion.objects.get(pk=1).stamp != stamp
+    assert "QA-MTR-0002" not in cards_retrieve(question, MOTOR).requested
+
+
+def test_discarding_an_unreleased_version_clears_its_warning(demo):
+    version = _motor_2026_3()
+    assert Card.objects.get(card_id="QA-MTR-0002").source_pending != {}
+    wording_version_discard(
+        version_id=version.pk, acting_user=_user("demo-editor"), reason="uploaded by mistake"
+    )
+    card = Card.objects.get(card_id="QA-MTR-0002")
+    assert (card.source_changed, card.source_pending, card_health_flags(card)) == (False, {}, [])
+
+
+def test_a_released_version_that_drops_or_changes_a_cited_clause_flags_the_card(demo):
+    # given a version that drops MTR-GEN-02 and changes MTR-CLM-02
+    version = _motor_2026_3()
+    # when its release is approved
+    release = release_request(version_id=version.pk, acting_user=_user("demo-editor"))
+    release_approve(
+        release_id=release.pk,
+        acting_user=_user("demo-approver"),
+        gate_override_reason="the release gate is not under test here",
+    )
     # then the cards citing them are flagged and out of the index; the others are not
     dropped = Card.objects.get(card_id="QA-MTR-0002")
     assert dropped.source_changed is True
@@ -236,12 +299,6 @@ def test_a_new_version_that_drops_or_changes_a_cited_clause_flags_the_card(demo)
     assert "QA-MTR-0002" not in cards_retrieve(question, MOTOR).requested
     # a review against a version that lacks the clause is refused; against
     # one that has it (changed), the card serves again
-    release = release_request(version_id=version.pk, acting_user=_user("demo-editor"))
-    release_approve(
-        release_id=release.pk,
-        acting_user=_user("demo-approver"),
-        gate_override_reason="the release gate is not under test here",
-    )
     with pytest.raises(CardError, match="has no clause MTR-GEN-02"):
         card_sources_review(
             card_id="QA-MTR-0002",
