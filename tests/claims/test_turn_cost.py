@@ -76,3 +76,17 @@ def test_the_embedder_threads_sleep_between_runs():
         "session.intra_op.allow_spinning"
     )
     assert entry == "0"
+
+
+def test_bench_turns_states_the_time_target_and_the_query_budget_apart(demo):
+    """The p95 target and our own query budget each get their own verdict."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("bench_turns", "--turns", "3", stdout=out)
+    text = out.getvalue()
+    assert "server time per turn ms:" in text
+    assert "[p95 within the 30 ms target]" in text or "[p95 over the 30 ms target]" in text
+    assert "our budget of 12]" in text

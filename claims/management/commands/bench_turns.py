@@ -134,10 +134,17 @@ class Command(BaseCommand):
 
     def _print(self, s: dict) -> None:
         ms, q = s["server_ms"], s["queries_per_turn"]
-        verdict = (
-            "ok"
-            if ms["p95"] < P95_TARGET_MS and q["max"] <= QUERIES_TARGET
-            else f"over target (p95 < {P95_TARGET_MS} ms, <= {QUERIES_TARGET} queries)"
+        # Two verdicts: the issues' target is the p95 server time; the query
+        # budget is our own design check, reported apart so neither hides the other.
+        time_verdict = (
+            f"within the {P95_TARGET_MS} ms target"
+            if ms["p95"] <= P95_TARGET_MS
+            else f"over the {P95_TARGET_MS} ms target"
+        )
+        queries_verdict = (
+            f"within our budget of {QUERIES_TARGET}"
+            if q["max"] <= QUERIES_TARGET
+            else f"over our budget of {QUERIES_TARGET}"
         )
         self.stdout.write(
             f"\nclauses in database: {s['clauses_in_database']} "
@@ -145,7 +152,7 @@ class Command(BaseCommand):
         )
         self.stdout.write(
             f"  server time per turn ms: p50 {ms['p50']}  p95 {ms['p95']}  p99 {ms['p99']}"
-            f"  [{verdict}]"
+            f"  [p95 {time_verdict}]"
         )
         cpu, load = s["cpu_ms"], s["load_average"]
         self.stdout.write(
@@ -158,7 +165,9 @@ class Command(BaseCommand):
                 f"  server time minus run-queue wait ms: p50 {u['p50']}  p95 {u['p95']}"
                 f"  p99 {u['p99']}  (time on a core; all of it with NORTHWIND_EMBED_THREADS=1)"
             )
-        self.stdout.write(f"  queries per turn: mean {q['mean']}  max {q['max']}")
+        self.stdout.write(
+            f"  queries per turn: mean {q['mean']}  max {q['max']}  [max {queries_verdict}]"
+        )
         self.stdout.write(
             f"  peak Python memory in a turn loop (tracemalloc): {s['peak_memory_mb']} MB;"
             f" process max RSS {s['max_rss_mb']} MB"
