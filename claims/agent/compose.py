@@ -29,7 +29,7 @@ from claims.agent.types import (
 from knowledge.clause_parts import clause_parts
 
 if TYPE_CHECKING:
-    from knowledge.clause_store import ClauseFetch
+    from knowledge.clause_store import ClauseFetch, FetchedClause
 
 # --- words ----------------------------------------------------------------------
 # One text toolkit (claims.agent.text) for stems, stop words and the glossary;
@@ -101,7 +101,7 @@ class Part:
     terms: frozenset[str]
 
 
-def _parts(clause) -> list[Part]:
+def _parts(clause: FetchedClause) -> list[Part]:
     """The clause's stored parts; a row stored without them is parsed here."""
     stored = clause.parts or clause_parts(clause.text)
     return [
@@ -191,7 +191,7 @@ def _coverage_label(line: str, code: str) -> str:
     return label[0].lower() + label[1:] if label else code
 
 
-def _schedule_statement(inputs: ComposeInputs, clause) -> tuple[str, bool]:
+def _schedule_statement(inputs: ComposeInputs, clause: FetchedClause) -> tuple[str, bool]:
     """Whether this policy's schedule switches the clause on, in words.
 
     Returns the sentence and whether the clause applies to this policy.
@@ -219,7 +219,10 @@ _PROVISION = ("what we pay", "what we provide", "what we do", "we cover", "we pa
 
 
 def _general_parts(
-    parts: list[Part], asked: set[str], wants_time: bool, title_asked: frozenset[str] = frozenset()
+    parts: list[Part],
+    asked: set[str] | frozenset[str],
+    wants_time: bool,
+    title_asked: frozenset[str] = frozenset(),
 ) -> list[Part]:
     """What a clause provides: its trigger, what it gives, and its limit.
 
@@ -568,8 +571,9 @@ def turn_assess(
         # A tool of this turn answered (a claim's status, a change request, an
         # L4 request never executed): its result is the reply, whatever the wording.
         if any(r.name == "claim.status" and r.status in ("error", "timeout") for r in tool_results):
-            reason = PendingReason.KNOWLEDGE_UNAVAILABLE
-            return Assessment(GuidanceStatus.KNOWLEDGE_UNAVAILABLE, reason)
+            return Assessment(
+                GuidanceStatus.KNOWLEDGE_UNAVAILABLE, PendingReason.KNOWLEDGE_UNAVAILABLE
+            )
         requested = queue_requested(tool_results)
         reason = PendingReason(requested) if requested else None
         if reason is None and asks_for_decision:
@@ -646,6 +650,7 @@ def model_draft(inputs: ComposeInputs, text: str | None, *, writer: str) -> Draf
         return grounded  # what a tool returned is stated by code, word for word
     from claims.agent.guard import card_ids_in, clause_ids_in
 
+    assert text is not None  # an empty text returned the grounded draft above
     named = tuple(clause_ids_in(text))
     cards = tuple(card_ids_in(text))
     if inputs.pending_reference:

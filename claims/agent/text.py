@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import Any
 
 from knowledge.models import LINE_PREFIXES
 from knowledge.wording_format import SEGMENTS
@@ -65,7 +66,7 @@ def words(text: str) -> list[str]:
 
 
 @functools.cache
-def _stemmer():
+def _stemmer() -> Any:
     import Stemmer  # PyStemmer: Snowball stemmers in C
 
     return Stemmer.Stemmer("english")
@@ -74,13 +75,13 @@ def _stemmer():
 @functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """The Snowball English stem of one lower-case word."""
-    return _stemmer().stemWord(word)
+    return str(_stemmer().stemWord(word))
 
 
 def stems(text: str) -> list[str]:
     """Content-word stems: stop words dropped, Snowball English stemming."""
     tokens = [w for w in words(text) if w not in STOP_WORDS and not w.isdigit()]
-    return _stemmer().stemWords(tokens)
+    return list(_stemmer().stemWords(tokens))
 
 
 # --- how customers say it, and how the wording says it -----------------------

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
@@ -97,6 +97,10 @@ TOOL_LABELS = {
 MAX_TOOL_CALLS = 4
 
 OnStep = Callable[[StepEvent], None]
+
+if TYPE_CHECKING:
+    from knowledge.selectors import ClauseDirectory
+
 logger = logging.getLogger(__name__)
 
 
@@ -165,6 +169,8 @@ def turn_run(
     if wording.kind == "routed" and content and not tool_answered(tool_results):
         from knowledge.selectors import clause_directory
 
+        # A routed wording names its version (wording_route sets both together).
+        assert wording.version_id is not None
         with steps.step("directory") as payload:
             directory = clause_directory(
                 version_id=wording.version_id, ingested_at=wording.ingested_at
@@ -253,12 +259,14 @@ def select_step(
     request: TurnRequest,
     facts: Facts,
     wording: WordingChoice,
-    directory,
+    directory: ClauseDirectory,
     chooser: ClauseChooser,
     card_index: CardIndex | None = None,
 ) -> Selection:
     """The chooser's ids, through the tool schema (≤3, each from the directory)."""
     names = (facts.schedule.holder_name,) if facts.schedule else ()
+    # Only a confirmed line is routed, and a routed wording names its version.
+    assert facts.line is not None and wording.version_id is not None
     context = SelectionContext(
         facts.line, wording.version_id, facts.history, card_index=card_index, masked_names=names
     )
@@ -366,7 +374,7 @@ def plan_step(request: TurnRequest, facts: Facts, planner: ToolPlanner | None) -
     return planned[:MAX_TOOL_CALLS]
 
 
-def tool_event(result: ToolResult) -> dict:
+def tool_event(result: ToolResult) -> dict[str, Any]:
     return {
         "id": result.call_id,
         "name": result.name,

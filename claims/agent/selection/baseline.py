@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from claims.agent.types import MAX_CLAUSES, SelectionContext
 
 if TYPE_CHECKING:
+    from claims.agent.selection.index import IndexSource
     from knowledge.selectors import ClauseDirectory
 
 _WORD_RE = re.compile(r"[a-z0-9']+")
@@ -63,7 +64,7 @@ class KeywordBaselineModel:
 
     name = "baseline"
 
-    def __init__(self, *, index_source=None) -> None:
+    def __init__(self, *, index_source: IndexSource | None = None) -> None:
         from claims.agent.selection.index import default_index_source
 
         self._source = index_source or default_index_source

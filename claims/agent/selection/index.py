@@ -94,7 +94,7 @@ class VersionIndex:
     # _baseline): a baseline-only process never builds BM25, and the
     # embedding selector neither.
     _keyword_index: tuple[Any, frozenset[str]] | None = field(default=None, repr=False)
-    _baseline_index: tuple[tuple[Counter, ...], tuple[Counter, ...]] | None = field(
+    _baseline_index: tuple[tuple[Counter[str], ...], tuple[Counter[str], ...]] | None = field(
         default=None, repr=False
     )
     _alias_keyword_index: tuple[Any, np.ndarray, frozenset[str]] | None = field(
@@ -130,7 +130,7 @@ class VersionIndex:
     def vocabulary(self) -> frozenset[str]:
         return self._keywords()[1]
 
-    def _baseline(self) -> tuple[tuple[Counter, ...], tuple[Counter, ...]]:
+    def _baseline(self) -> tuple[tuple[Counter[str], ...], tuple[Counter[str], ...]]:
         with self._lock:
             if self._baseline_index is None:
                 from claims.agent.selection.baseline import baseline_terms
@@ -142,11 +142,11 @@ class VersionIndex:
             return self._baseline_index
 
     @property
-    def baseline_titles(self) -> tuple[Counter, ...]:
+    def baseline_titles(self) -> tuple[Counter[str], ...]:
         return self._baseline()[0]
 
     @property
-    def baseline_bodies(self) -> tuple[Counter, ...]:
+    def baseline_bodies(self) -> tuple[Counter[str], ...]:
         return self._baseline()[1]
 
     @property
@@ -230,8 +230,9 @@ def _build(directory: ClauseDirectory, clauses: Sequence[IndexedClause]) -> Vers
         stored_questions.append(getattr(clause, "question_embeddings", None) if clause else None)
 
     embeddings = None
-    if ids and all(v is not None for v in vectors) and len({v.shape for v in vectors}) == 1:
-        embeddings = np.vstack(vectors).astype(np.float32)
+    present = [v for v in vectors if v is not None]
+    if ids and len(present) == len(vectors) and len({v.shape for v in present}) == 1:
+        embeddings = np.vstack(present).astype(np.float32)
     return VersionIndex(
         version_id=directory.version_id,
         stamp=_directory_stamp(directory),
@@ -325,7 +326,11 @@ def passage_embeddings(
     if clauses is None:
         return None
     with index._lock:
-        if index.passages is not None and index.embedder_name == embedder.name:
+        if (
+            index.passages is not None
+            and index.passage_owner is not None
+            and index.embedder_name == embedder.name
+        ):
             return index.passages, index.passage_owner
         from django.core.cache import cache
 
@@ -367,7 +372,11 @@ def alias_embeddings(
     if not any(index.questions):
         return None
     with index._lock:
-        if index.aliases is not None and index.alias_embedder == embedder.name:
+        if (
+            index.aliases is not None
+            and index.alias_owner is not None
+            and index.alias_embedder == embedder.name
+        ):
             return index.aliases, index.alias_owner
         dim = int(getattr(embedder, "dimension", 0) or 0)
         owners = [np.full(len(qs), row, dtype=np.int32) for row, qs in enumerate(index.questions)]
@@ -408,15 +417,16 @@ def alias_embeddings(
 
 def _stored_passages(index: VersionIndex, dim: int) -> tuple[int, bytes, bytes] | None:
     """The passage rows ingestion stored, in the cache's shape, if every clause has them."""
-    if not index.stored_passages or any(p is None for p in index.stored_passages):
+    present = [p for p in index.stored_passages if p is not None]
+    if not present or len(present) != len(index.stored_passages):
         return None
     owners: list[np.ndarray] = []
-    for row, raw in enumerate(index.stored_passages):
+    for row, raw in enumerate(present):
         if len(raw) % (4 * dim):
             return None  # another embedder's width: recompute
         owners.append(np.full(len(raw) // (4 * dim), row, dtype=np.int32))
     owner = np.concatenate(owners) if owners else np.zeros(0, dtype=np.int32)
-    return dim, owner.tobytes(), b"".join(index.stored_passages)
+    return dim, owner.tobytes(), b"".join(present)
 
 
 def selection_cache_clear() -> None:

@@ -23,6 +23,7 @@ import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -179,12 +180,12 @@ class Logistic:
 
     def score(self, x: np.ndarray) -> np.ndarray:
         """The linear score (log-odds) of each row."""
-        return ((x - self.mean) / self.scale) @ self.coef + self.intercept
+        return np.asarray(((x - self.mean) / self.scale) @ self.coef + self.intercept)
 
     def probability(self, x: np.ndarray) -> np.ndarray:
-        return 1.0 / (1.0 + np.exp(-np.clip(self.score(x), -30, 30)))
+        return np.asarray(1.0 / (1.0 + np.exp(-np.clip(self.score(x), -30, 30))))
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "mean": [float(f"{v:.9g}") for v in self.mean],
             "scale": [float(f"{v:.9g}") for v in self.scale],
@@ -193,7 +194,7 @@ class Logistic:
         }
 
     @classmethod
-    def from_dict(cls, data: dict) -> Logistic:
+    def from_dict(cls, data: dict[str, Any]) -> Logistic:
         return cls(
             mean=np.asarray(data["mean"], dtype=np.float64),
             scale=np.asarray(data["scale"], dtype=np.float64),
@@ -211,7 +212,7 @@ class TrainedSelector:
     fits: Logistic
     fits_threshold: float  # P(something fits) below this: nothing fits
     keep_probability: float  # a further clause is kept at this reranker probability
-    meta: dict
+    meta: dict[str, Any]
 
 
 @functools.cache

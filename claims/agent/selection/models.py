@@ -126,7 +126,8 @@ class _IndexedModel:
         embedder = self._get_embedder()
         if embedder is None:
             return None
-        return np.asarray(embedder.encode([text]), dtype=np.float32)[0]
+        vector: np.ndarray = np.asarray(embedder.encode([text]), dtype=np.float32)[0]
+        return vector
 
     def _cosines(self, index: VersionIndex, vector: np.ndarray | None) -> np.ndarray | None:
         """Per clause, the best cosine of ``vector`` with the clause or one of its passages."""
@@ -324,7 +325,7 @@ class HybridModel(_IndexedModel):
 
         stems = T.stems(query)
         previous = ""
-        if follow_up:
+        if follow_up and prior is not None:
             # The new message counts twice: it says what is asked now.
             previous = T.expand(prior.message)
             stems = stems * 2 + T.stems(previous)
@@ -338,7 +339,7 @@ class HybridModel(_IndexedModel):
             lists.append(_ranks(aliases[1], floor=0.0))
         best_cos = float(cosines.max()) if n else 0.0
         prior_ids: tuple[str, ...] = ()
-        if follow_up:
+        if follow_up and prior is not None:
             # Mean pooling of the two texts together is close to the mean of
             # their vectors, and the previous message's vector is already in
             # the embedder's memo: one model run saved on every follow-up.
@@ -422,7 +423,7 @@ class HybridModel(_IndexedModel):
                 fit_probability=fit,
             )
 
-        ranked: list[tuple[str, float, float, float]] = []
+        ranked = []
         if n:
             fused = np.zeros(n, dtype=np.float64)
             for ranks in lists:
@@ -433,7 +434,7 @@ class HybridModel(_IndexedModel):
                 (index.ids[i], float(fused[i]), float(cosines[i]), float(bm25[i])) for i in order
             ]
 
-        selected: list[str] = list(named)
+        selected = list(named)
         if fits:
             top_rrf = ranked[0][1]
             for position, (cid, rrf, cos, bm) in enumerate(ranked):
