@@ -74,18 +74,27 @@ def reply_rate(*, turn: Turn, rating: str, comment: str = "") -> ReplyRating:
         return existing
 
 
-def conversation_change_next(conversation_id: int) -> int:
+def conversation_change_next(conversation_id: int, *, also: dict | None = None) -> int:
     """The next change number of a conversation, for a turn or a queue change.
 
     Call inside the transaction that stores the change: the UPDATE holds the
     conversation's row lock until commit, so numbers become visible in the
     order they were given and a client's ``?after=`` cursor never skips one.
+    ``also`` names other fields of the conversation to write in the same
+    UPDATE (a turn's confirmed policy, line and name digests), so a turn
+    writes its conversation once.
     """
-    table = connection.ops.quote_name(Conversation._meta.db_table)
+    quote = connection.ops.quote_name
+    sets, params = ["change_seq = change_seq + 1"], []
+    for name, value in (also or {}).items():
+        field = Conversation._meta.get_field(name)
+        sets.append(f"{quote(field.column)} = %s")  # type: ignore[union-attr]
+        params.append(field.get_db_prep_save(value, connection))  # type: ignore[union-attr]
+    table = quote(Conversation._meta.db_table)
     with connection.cursor() as cursor:  # one query: UPDATE … RETURNING (PostgreSQL, SQLite)
         cursor.execute(
-            f"UPDATE {table} SET change_seq = change_seq + 1 WHERE id = %s RETURNING change_seq",
-            [conversation_id],
+            f"UPDATE {table} SET {', '.join(sets)} WHERE id = %s RETURNING change_seq",
+            [*params, conversation_id],
         )
         row = cursor.fetchone()
     if row is None:
@@ -101,8 +110,13 @@ def pending_question_open(
     line: str,
     policy_number: str,
     evidence: dict,
+    conversation_updates: dict | None = None,
 ) -> PendingQuestion:
-    """Put a question in the pending-answers queue (the record a reply may name)."""
+    """Put a question in the pending-answers queue (the record a reply may name).
+
+    ``conversation_updates`` are written to the conversation in the same
+    UPDATE that takes the entry's change number.
+    """
     entry = PendingQuestion(
         conversation_id=conversation_id,
         question=question,
@@ -110,7 +124,7 @@ def pending_question_open(
         line=line or "",
         policy_number=policy_number or "",
         evidence=evidence,
-        seq=conversation_change_next(conversation_id),
+        seq=conversation_change_next(conversation_id, also=conversation_updates),
     )
     entry._change_reason = f"Opened by the claim agent: {reason}"
     entry.save()
@@ -344,6 +358,8 @@ def turn_record_save(*, outcome: TurnOutcome) -> Turn:
         updates = {"policy_number": facts.policy_number, "line": facts.line}
     if digests is not None:
         updates["name_digests"] = digests
+    if updates:  # written with the change number: one UPDATE of the conversation per turn
+        updates["updated_at"] = timezone.now()
     reply_sent = outcome.checked.text
     with transaction.atomic():
         pending = None
@@ -367,11 +383,16 @@ def turn_record_save(*, outcome: TurnOutcome) -> Turn:
                         else {}
                     ),
                 },
+                conversation_updates=updates,
             )
             reply_sent = reply_sent.replace(PENDING_REFERENCE, pending.reference)
         turn = Turn.objects.create(
             conversation_id=request.conversation_id,
-            seq=pending.seq if pending else conversation_change_next(request.conversation_id),
+            seq=(
+                pending.seq
+                if pending
+                else conversation_change_next(request.conversation_id, also=updates)
+            ),
             trace_id=request.trace_id,
             message=masked_message,
             reply=_codes_masked(reply_sent, outcome.tool_results),
@@ -407,10 +428,6 @@ def turn_record_save(*, outcome: TurnOutcome) -> Turn:
             pending_question=pending,
         )
         _tool_calls_save(turn, outcome, pending)
-        if updates:
-            Conversation.objects.filter(pk=request.conversation_id).update(
-                **updates, updated_at=timezone.now()
-            )
         if returned_cards:
             cards_turn_count(
                 returned=returned_cards,

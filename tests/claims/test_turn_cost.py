@@ -34,6 +34,21 @@ def test_a_routed_turn_runs_at_most_twelve_queries_through_the_endpoint(api_clie
     assert sum('FROM "claims_conversation"' in s for s in sql) == 1
 
 
+def test_a_conversations_first_turn_writes_the_conversation_once(api_client):
+    """The first turn learns the policy, line and names: written with the change number."""
+    warm = start(api_client, "NW-MTR-204518")
+    say(api_client, warm, "Is my windscreen covered?")  # builds indexes, caches
+    conversation = start(api_client, "NW-MTR-204518")
+    with CaptureQueriesContext(connection) as queries:
+        body = say(api_client, conversation, RENTAL)
+    assert body["citations"][0]["clause_id"] == "MTR-BEN-03"
+    sql = [q["sql"] for q in queries.captured_queries]
+    assert len(sql) <= TURN_QUERIES_MAX, "\n".join(s[:120] for s in sql)
+    updates = [s for s in sql if s.startswith('UPDATE "claims_conversation"')]
+    assert len(updates) == 1, updates
+    assert '"name_digests"' in updates[0] and "change_seq" in updates[0]
+
+
 def test_warm_up_loads_what_the_first_turn_needs_and_freezes_the_heap(api_client):
     from claims.agent.warmup import agent_warm_up
 
