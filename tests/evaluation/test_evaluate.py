@@ -96,3 +96,22 @@ def test_evaluate_leaves_nothing_in_the_staff_queue(demo, reports):
     assert PendingQuestion.objects.count() == before
     assert not Conversation.objects.filter(client__username="measurement-client").exists()
     assert list(reports.glob("evaluation-*.json"))
+
+
+def test_an_unmigrated_database_is_a_clear_error(reports, monkeypatch):
+    """A fresh clone that runs the command before ``make demo`` is told what to run."""
+    from django.core.management.base import CommandError
+    from django.db.migrations.executor import MigrationExecutor
+
+    real_plan = MigrationExecutor.migration_plan
+
+    def plan_with_one_left(self, targets, clean_start=False):
+        plan = real_plan(self, targets, clean_start=True)  # every migration, as if none ran
+        return plan[-1:]
+
+    monkeypatch.setattr(MigrationExecutor, "migration_plan", plan_with_one_left)
+    with pytest.raises(
+        CommandError, match=r"1 migration not applied\. Run `python manage.py migrate`"
+    ):
+        call_command("evaluate", "--line", "motor", "--limit", "1", stdout=StringIO())
+    assert not Turn.objects.exists()

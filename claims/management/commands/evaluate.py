@@ -77,11 +77,25 @@ def _selectors(values: list[str] | None) -> list[str]:
 
 
 def demo_ensure(stdout) -> bool:
-    """Load the demo data if the demo client or the approved wording is missing."""
+    """Load the demo data if the demo client or the approved wording is missing.
+
+    A database that is not migrated (a fresh clone before ``make demo``) is a
+    clear error that names the command to run, not a traceback.
+    """
     from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
 
     from knowledge.models import Release
 
+    executor = MigrationExecutor(connection)
+    unapplied = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    if unapplied:
+        raise CommandError(
+            f"The database is not set up: {len(unapplied)} "
+            f"migration{'s' if len(unapplied) != 1 else ''} not applied. "
+            "Run `python manage.py migrate` first (`make demo` does it)."
+        )
     present = get_user_model().objects.filter(
         username=DEMO_CLIENT
     ).exists() and Release.objects.filter(status=Release.Status.APPROVED).count() >= len(LINES)
