@@ -31,7 +31,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Case, F, Value, When
+from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 
 from knowledge.models import (
@@ -778,6 +778,71 @@ def cards_sources_check(*, version_id: int) -> list[str]:
     if bump:
         _index_bump()
     return flagged
+
+
+def _flagged_by(note: str, version: WordingVersion) -> bool:
+    """Whether a card's source-change note was written by ``version``'s release."""
+    return f" in {version};" in note or note.endswith(f" in {version}.")
+
+
+@transaction.atomic
+def cards_sources_withdrawn(*, version_id: int) -> list[str]:
+    """Lift the flags a withdrawn version's release put on cards.
+
+    Called in the transaction that withdraws the release. A card flagged only
+    because that version dropped or changed its clauses rests on the served
+    wording again, so it goes back in the index. If another version still
+    approved for the document drops or changes the same clauses, the card
+    stays flagged and its note names that version (versions whose window has
+    closed are not compared: they serve no policy date from now on). Returns
+    the ids lifted.
+    """
+    version = WordingVersion.objects.select_related("document").get(pk=version_id)
+    flagged = [
+        card
+        for card in Card.objects.select_for_update()
+        .filter(source_version__document=version.document, source_changed=True)
+        .order_by("pk")
+        if _flagged_by(card.source_change_note, version)
+    ]
+    if not flagged:
+        return []
+    still: dict[int, str] = {}
+    others = (
+        WordingVersion.objects.select_related("document")
+        .filter(document=version.document, releases__status=Release.Status.APPROVED)
+        .filter(Q(effective_to__isnull=True) | Q(effective_to__gt=timezone.localdate()))
+        .exclude(pk=version.pk)
+        .distinct()
+        .order_by("pk")
+    )
+    wanted = {card.pk for card in flagged}
+    for other in others:
+        for card, removed, changed in _source_changes(other, lock=False):
+            if card.pk in wanted and card.pk not in still and (removed or changed):
+                parts = []
+                if removed:
+                    parts.append(f"{', '.join(removed)} no longer in {other}")
+                if changed:
+                    parts.append(f"{', '.join(changed)} changed in {other}")
+                still[card.pk] = "; ".join(parts) + "."
+    lifted: list[str] = []
+    bump = False
+    for card in flagged:
+        if card.pk in still:
+            card.source_change_note = still[card.pk]
+            card._change_reason = f"{version} withdrawn; still changed: {still[card.pk]}"[:100]
+            card.save(update_fields=["source_change_note"])
+            continue
+        card.source_changed = False
+        card.source_change_note = ""
+        card._change_reason = f"Source flag lifted: {version} withdrawn"[:100]
+        card.save(update_fields=["source_changed", "source_change_note"])
+        lifted.append(card.card_id)
+        bump = bump or card.status == Card.Status.ACTIVE
+    if bump:
+        _index_bump()
+    return lifted
 
 
 # --- health -------------------------------------------------------------------------

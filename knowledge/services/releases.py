@@ -493,6 +493,8 @@ def release_transition(
         cards.cards_sources_warn(version_id=version.pk)
     elif action == ReleaseAction.REJECT:
         cards.cards_sources_warning_clear(version_id=version.pk, why=f"{version} rejected")
+    elif action == ReleaseAction.WITHDRAW:
+        cards.cards_sources_withdrawn(version_id=version.pk)
     if action == ReleaseAction.REQUEST and evaluate:
         _evaluation_start(release)
     return release

@@ -31,7 +31,12 @@ from knowledge.services.ingestion import (
     wording_version_discard,
     wording_version_ingest,
 )
-from knowledge.services.releases import release_approve, release_reject, release_request
+from knowledge.services.releases import (
+    release_approve,
+    release_reject,
+    release_request,
+    release_withdraw,
+)
 
 MOTOR = CardContext(
     line="motor",
@@ -211,18 +216,21 @@ def test_a_required_condition_filters_and_an_optional_one_lowers_the_rank(demo):
     assert "QA-MTR-0003" not in [c.card_id for c in home.returned]
 
 
-def _motor_2026_3() -> WordingVersion:
+def _motor_2026_3(
+    label: str = "2026.3", effective_from: date = date(2027, 1, 1), change_clm: bool = True
+) -> WordingVersion:
     """An ingested, unreleased motor version without MTR-GEN-02 (cited by
     QA-MTR-0002) and with MTR-CLM-02 (cited by QA-MTR-0005) changed."""
     source = (WORDING / "NW-MOTOR-2026.2.md").read_text(encoding="utf-8")
     source = source[: source.index("## MTR-GEN-02")]
-    source = source.replace("within 48 hours of finding out", "within 72 hours of finding out")
+    if change_clm:
+        source = source.replace("within 48 hours of finding out", "within 72 hours of finding out")
     version = wording_version_create(
         document_id="NW-MOTOR",
-        label="2026.3",
+        label=label,
         source_bytes=source.encode(),
-        filename="2026.3.md",
-        effective_from=date(2027, 1, 1),
+        filename=f"{label}.md",
+        effective_from=effective_from,
         effective_to=None,
         channels=["direct", "broker"],
         acting_user=_user("demo-editor"),
@@ -276,6 +284,59 @@ def test_discarding_an_unreleased_version_clears_its_warning(demo):
     )
     card = Card.objects.get(card_id="QA-MTR-0002")
     assert (card.source_changed, card.source_pending, card_health_flags(card)) == (False, {}, [])
+
+
+def test_withdrawing_the_release_that_flagged_a_card_puts_it_back_in_the_index(demo):
+    question = "Can I cancel my car policy for a full refund?"
+    version = _motor_2026_3()
+    release = release_request(version_id=version.pk, acting_user=_user("demo-editor"))
+    release_approve(
+        release_id=release.pk,
+        acting_user=_user("demo-approver"),
+        gate_override_reason="the release gate is not under test here",
+    )
+    assert Card.objects.get(card_id="QA-MTR-0002").source_changed is True
+    stamp = CardIndexVersion.objects.get(pk=1).stamp
+    # when the approver withdraws it, the wording the card rests on serves again
+    release_withdraw(
+        release_id=release.pk,
+        acting_user=_user("demo-approver"),
+        reason="approved by mistake",
+        confirm_unrouted=True,
+    )
+    for card_id in ("QA-MTR-0002", "QA-MTR-0005"):
+        card = Card.objects.get(card_id=card_id)
+        assert (card.source_changed, card.source_change_note) == (False, "")
+        assert card.history.first().history_change_reason == (
+            "Source flag lifted: NW-MOTOR 2026.3 withdrawn"
+        )
+    assert CardIndexVersion.objects.get(pk=1).stamp != stamp
+    assert cards_retrieve(question, MOTOR).returned[0].card_id == "QA-MTR-0002"
+
+
+def test_a_card_stays_flagged_while_another_approved_version_still_drops_its_clause(demo):
+    def approve(version):
+        release = release_request(version_id=version.pk, acting_user=_user("demo-editor"))
+        release_approve(
+            release_id=release.pk,
+            acting_user=_user("demo-approver"),
+            gate_override_reason="the release gate is not under test here",
+        )
+        return release
+
+    first = approve(_motor_2026_3())
+    approve(_motor_2026_3("2026.4", date(2027, 6, 1), change_clm=False))
+    release_withdraw(
+        release_id=first.pk,
+        acting_user=_user("demo-approver"),
+        reason="approved by mistake",
+        confirm_unrouted=True,
+    )
+    # 2026.4 drops MTR-GEN-02 too, but keeps MTR-CLM-02 as 2026.2 has it
+    dropped = Card.objects.get(card_id="QA-MTR-0002")
+    assert dropped.source_changed is True
+    assert dropped.source_change_note == "MTR-GEN-02 no longer in NW-MOTOR 2026.4."
+    assert Card.objects.get(card_id="QA-MTR-0005").source_changed is False
 
 
 def test_a_released_version_that_drops_or_changes_a_cited_clause_flags_the_card(demo):
