@@ -64,7 +64,7 @@ def customer_intent(message: str) -> CustomerIntent | None:
 _SUBJ = (
     r"(?:you|u|ya|they|northwind|(?:the |my |our |their |your )?(?:insurer|insurers|insurance"
     r"(?: company| provider| co)?|(?:\w+ )?(?:insurance|policy|insurer)|adjuster|assessor|loss"
-    r" adjuster)|the other (?:driver|party|side)(?:'s insurer|'s insurance)?|(?:he|she))"
+    r" adjuster|appraiser)|the other (?:driver|party|side)(?:'s insurer|'s insurance)?|(?:he|she))"
 )
 _OUTCOME_VERB = (
     r"(?:decline|declined|deny|denied|refuse|refused|reject|rejected|reduce|reduced|cancel|"
@@ -81,13 +81,15 @@ _DECISION_CONTEXT = re.compile(
     r"\b(?:declin\w*|den(?:y|ied|ial)|refus\w*|reject\w*|turned down|offer\w*|settle\w*|"
     r"pay ?out|paid|valu\w+|written off|write[- ]?off|wrote off|totall?ed|assessor|adjuster|"
     r"excess|deductible|reduc\w+|cancel\w*|charg\w+|estimate|claim|decision|blam\w*|fault|"
-    r"liab\w*|responsib\w*)\b",
+    r"liab\w*|responsib\w*|quot\w*|pay(?:ing)? (?:me|us)|void\w*|lied|fraud\w*|arson|"
+    r"won'?t (?:pay|cover)|partly|partially|only (?:paid|covered))\b",
     re.IGNORECASE,
 )
 # A specific past event of the customer's: dated, or told in the past tense.
 _PAST_EVENT = re.compile(
-    r"\b(?:yesterday|last (?:night|week|weekend|month|year|monday|tuesday|wednesday|thursday|"
-    r"friday|saturday|sunday)|this (?:morning|afternoon|evening|week)|earlier today|tonight|"
+    r"\b(?:yesterday|this arvo|last (?:night|week|weekend|month|year|monday|tuesday|wednesday|"
+    r"thursday|friday|saturday|sunday)|this (?:morning|afternoon|evening|week)|earlier today|"
+    r"tonight|"
     r"on (?:the )?(?:weekend|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
     r"(?:\d+|a|an|two|three|few|couple of) (?:hours?|days?|weeks?|months?) ago|the other "
     r"(?:day|night))\b"
@@ -95,7 +97,7 @@ _PAST_EVENT = re.compile(
     r" (?:just |accidentally |then )?(?:was|were|got|crashed|hit|broke|smashed|stole|flooded|"
     r"burst|backed|reversed|rear[- ]?ended|dented|cracked|dropped|spilt|spilled|fell|blew|"
     r"caught|burned|burnt|damaged|scratched|keyed|lost|ran|collided|slid|skidded|did|caused|"
-    r"happened|occurred|came|went)\b",
+    r"happened|occurred|came|went|scraped|clipped|nudged|bumped|knocked|leaked)\b",
     re.IGNORECASE,
 )
 # The question is about a case ("if I'm at fault", "when the excess is waived").
@@ -122,7 +124,10 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
         r"|\b(?:am i|was i|are we|were we|is (?:he|she|it|the other \w+)|was (?:he|she|it|the"
         r" other \w+)) (?:\w+ )?(?:at[- ]fault|to blame)\b"
         r"|\b\d+ ?(?:%|percent) (?:at )?fault\b|\bhow much of the (?:blame|fault)\b"
-        r"|\b(?:blame|fault) is (?:mine|ours|theirs|his|hers)\b",
+        r"|\b(?:blame|fault) is (?:mine|ours|theirs|his|hers)\b"
+        r"|\b(?:is|was) (?:it|this|that) on (?:me|us)\b"
+        r"|\b(?:put|pin|blame) (?:the |this |that )?(?:accident|crash|collision|blame|it|this|that)"
+        r" on (?:me|us)\b",
         "any",
     ),
     # "...can it be my fault?": fault named as what is asked, not as a case
@@ -149,7 +154,7 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
         r"estimate|refusal|rejection|amount|write-off)s?\b[^.?!]{0,60}\b(?:fair|justified|"
         r"right|correct|reasonable|legal|allowed|enough|wrong|too low|final)\b"
         r"|\b(?:decline|denial|decision|settlement|offer|valuation|payout|assessment)\b"
-        r"[^.?!]{0,15}\b(?:was|is) (?:wrong|unfair|incorrect|unjustified|too low)\b"
+        r"[^.?!]{0,40}\b(?:was|is) (?:wrong|unfair|incorrect|unjustified|too low)\b"
         r"|\b(?:my|our|the|this) (?:\w+ )?claim (?:was |been |being )?(?:declined|denied|refused|"
         r"rejected|reduced|settled|assessed)\b[^.?!]{0,20}\b(?:fairly|correctly|rightly|lawfully|"
         r"properly|unfairly|wrongly)\b",
@@ -157,11 +162,18 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
     ),
     (
         "is_that_fair",
-        r"\b(?:is|was|isn't|wasn't) (?:it|that|this) (?:really |even )?(?:a |an )?(?:fair|unfair|"
-        r"right|justified|legal|reasonable|correct|allowed|ok|okay)\b"
+        r"\b(?:is|was|isn't|wasn't) (?:it|that|this) (?:really |even )?(?:a |an |the )?(?:fair|"
+        r"unfair|right|wrong|justified|legal|reasonable|correct|allowed|ok|okay)\b"
+        rf"|\b(?:did|does|has|have) {_SUBJ} (?:get|got|gotten) (?:it|this|that|the \w+) (?:right|"
+        r"wrong)\b"
+        r"|\b(?:is|was) (?:that|this|it) all (?:i'm|i am|we're|we are|i|we) (?:getting|get|owed)\b"
+        r"|\bcan (?:i|we) (?:make|force|get) (?:them|you|him|her|the \w+) (?:to )?(?:fix|repair|"
+        r"pay|cover|reconsider|change|increase)\b"
         rf"|\b(?:were|was|is|are) {_SUBJ} (?:right|wrong|correct|justified|allowed|entitled)\b"
         r"|\bcan (?:they|you) (?:do|even do) that\b|\bfair enough\?"
-        r"|\b(?:reconsider|re-?assess|look (?:at (?:it|my claim) )?again)\b",
+        r"|\b(?:reconsider|re-?assess|look (?:at (?:it|my claim) )?again)\b"
+        r"|\b(?:overrul\w*|overturn\w*|override|reverse (?:the|that|this|his|her|your|their)"
+        r" decision|change (?:the|that|this|your|their) (?:decision|mind))\b",
         "context",
     ),
     (
@@ -176,10 +188,45 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
         r"[^.?!]{0,20}\b(?:excess|deductible)\b",
         "any",
     ),
+    # "do I have to accept their offer?", "...half my fault. Do I have to agree?"
+    (
+        "must_accept",
+        r"\b(?:do|must|should) (?:i|we) (?:have to |need to )?(?:accept|agree(?: to| with)?)"
+        r"(?: (?:it|that|this|them)\b| (?:the|their|your|his|her|this|that) (?:\w+'s )?(?:\w+ )?"
+        r"(?:offer|estimate|settlement|valuation|payout|pay-?out|decision|amount|assessment|"
+        r"figure|number)\b|\s*\?)",
+        "context",
+    ),
+    # "can they refuse to pay because I ...": a judgement on the customer's own circumstances
+    (
+        "refuse_because",
+        rf"\b(?:can|could|may|will|would) {_SUBJ} (?:be )?(?:allowed to |legally |just |really )?"
+        rf"{_OUTCOME_VERB}\b[^.?!]{{0,25}}\b(?:because|since|as|just because) (?:i|we|my|our)\b",
+        "any",
+    ),
+    # "are you paying for the new roof or not?"; "am I entitled to more for my car?"
+    (
+        "or_not",
+        rf"\b(?:are|will|is|do|does|would) {_SUBJ} (?:\w+ ){{0,3}}(?:pay|paying|cover|covering)\b"
+        r"[^.?!]{0,60}\bor not\b"
+        r"|\b(?:am|are) (?:i|we) (?:not )?entitled to (?:more|a bigger|a higher|the full|full|"
+        r"extra)\b"
+        r"|\b(?:do|don't) (?:i|we) deserve (?:more|a bigger|a higher|the full|full)\b",
+        "any",
+    ),
+    # "a truck backed into me yesterday, do I have to pay my deductible?"
+    (
+        "pay_excess",
+        r"\b(?:do|will|would|am|are|must) (?:i|we) (?:still )?(?:have to|need to|going to have to|"
+        r"be charged|be paying|pay)\b[^.?!]{0,15}\b(?:excess|deductible)\b",
+        "event",
+    ),
     (
         "who_pays",
-        r"\bwho (?:should|has to|will|is going to|needs to|must) pay (?:for )?(?:the|this|that|"
-        r"my|our|it)\b",
+        r"\bwho (?:should |has to |will |is going to |needs to |must )?pays? (?:for )?(?:the|this|"
+        r"that|my|our|it)\b"
+        r"|\bhow much (?:will|would|do|does|am) (?:i|we) (?:have to |need to |going to )?"
+        r"(?:pay|owe)\b",
         "event",
     ),
     (
@@ -197,12 +244,16 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
     # should they pay, waive, refund
     (
         "should_they",
-        rf"\bshould (?:{_SUBJ}|the other (?:driver|party)(?:'s insurer|'s insurance)?)\b"
+        rf"\bshould(?:n't| not)? (?:{_SUBJ}|the other (?:driver|party)"
+        r"(?:'s insurer|'s insurance)?)\b"
         r"[^.?!]{0,40}\b(?:waive|pay|paying|cover|accept|approve|refund|total|decline|deny|"
         r"reduce|reimburse|settle)\b"
         r"|\bshould (?:my|our|the) (?:excess|deductible|claim|payout) be\b"
-        r"|\bshould(?:n't| not)? (?:i|we) (?:have to |be made to |really )?(?:pay|be charged|"
+        r"|\bshould(?:n't| not) (?:i|we) (?:have to |be made to |really )?(?:pay|be charged|"
         r"be paid|get|receive)\b[^.?!]{0,30}\b(?:excess|deductible|full|more|extra|whole)\b"
+        r"|\bshould (?:i|we) (?:still |really )?(?:have to|be made to|be charged)\b[^.?!]{0,30}"
+        r"\b(?:excess|deductible|full|more|extra|whole)\b"
+        r"|\bshould (?:i|we) (?:get|receive|be paid) (?:more|the full|full|extra|the whole)\b"
         r"|\bshould (?:pay|cover|refund|waive) (?:my|our) (?:excess|deductible)\b"
         r"|\bwaive\w* (?:my|our|this) (?:excess|deductible)\b"
         r"|\b(?:can|could|will|would|should) (?:you|they|u)(?: guys)? waive\b",
@@ -211,7 +262,8 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
     # will this claim be accepted or paid
     (
         "claim_outcome",
-        r"\b(?:my|our|this|that) (?:\w+ ){0,2}claim\b[^.?!]{0,50}\b(?:be |get |being |been |is |"
+        r"\b(?:(?:my|our|this|that) (?:\w+ ){0,2}claim|the claim (?:for|on|about) (?:my|our))\b"
+        r"[^.?!]{0,50}\b(?:be |get |being |been |is |"
         r"going to be )(?:accepted|approved|paid|covered|declined|denied|rejected|successful|"
         r"honou?red)\b"
         r"|\b(?:is|will|would) (?:my|our|this|that) (?:\w+ ){0,2}claim\b[^.?!]{0,30}\b(?:valid|"
@@ -224,7 +276,9 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
         r"|\b(?:is it|is this|would it be) worth (?:making |lodging |filing |putting in )?(?:a )?"
         r"claim\w*\b|\bworth (?:making|lodging|filing|putting in) a claim\b"
         r"|\bshould (?:i|we) (?:make|lodge|file|put in|go ahead with) (?:a|the|this) claim\b"
-        r"|\bshould (?:i|we) accept (?:the|their|your|this|that) (?:\w+ )?(?:settlement|offer)\b"
+        r"|\bshould (?:i|we) (?:accept|take|agree to|sign for) (?:the|their|your|this|that|his|her)"
+        r" (?:\w+ ){0,2}(?:settlement|offer|payout|pay-?out|estimate|valuation|amount|cheque)\b"
+        r"|\bshould (?:i|we) (?:accept|take) (?:it|that|this|their offer|the money)\b"
         r"|\b(?:am|are) (?:i|we) going to (?:get|be) (?:paid|covered|my money|our money|"
         r"reimbursed|compensated)\b",
         "not_if_before",
