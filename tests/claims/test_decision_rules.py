@@ -1,0 +1,43 @@
+"""Decision-request rules by name (`claims.agent.intents.decision_rule`): pure text, no DB."""
+
+import pytest
+
+from claims.agent.intents import asks_for_decision, decision_rule
+
+
+@pytest.mark.parametrize(
+    ("message", "rule"),
+    [
+        ("The adjuster says it's a total loss. Should I take their offer?", "claim_outcome"),
+        ("Their insurer says it was half my fault. Do I have to agree?", "must_accept"),
+        ("Is it on me? She pulled out of a driveway and I hit her.", "fault"),
+        ("Can they put the crash on me when he ran the stop sign?", "fault"),
+        ("Can you refuse to pay out because I left the window open?", "refuse_because"),
+        ("Are you paying for the new fence or not?", "or_not"),
+        ("A van clipped my wing mirror yesterday, do I have to pay my excess?", "pay_excess"),
+        ("A branch fell on our carport last night. Who pays for the damage?", "who_pays"),
+        ("The assessor said the deck rotted. Was that the right call?", "is_that_fair"),
+        ("Did your assessor get it wrong about my roof?", "is_that_fair"),
+        (
+            "They paid for the bonnet but not the grille. Shouldn't they pay for both?",
+            "should_they",
+        ),
+    ],
+)
+def test_a_judgement_on_ones_own_claim_names_its_rule(message, rule):
+    assert decision_rule(message) == rule
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Should I pay the excess to the repairer or to you?",
+        "Do I have to pay my deductible if I hit a deer?",
+        "Can an insurer refuse to pay if the policy lapsed?",
+        "When do I have to pay the excess?",
+        "Will you pay for the hire car if mine is off the road after a crash?",
+        "Who do I talk to if I don't agree with the assessor?",
+    ],
+)
+def test_a_general_question_is_not_a_decision_request(message):
+    assert not asks_for_decision(message), decision_rule(message)
