@@ -161,6 +161,12 @@ _index_cache: dict[tuple[int, float], tuple[IndexedClause, ...]] = {}
 _index_lock = threading.Lock()
 
 
+def clause_index_forget() -> None:
+    """Forget the cached clause indexes (tests)."""
+    with _index_lock:
+        _index_cache.clear()
+
+
 def clause_index(*, version_id: int) -> tuple[IndexedClause, ...]:
     """Customer-visible clauses of an ingested version with text and embedding.
 

@@ -74,25 +74,49 @@ def _fresh_cache():
     are keyed by ids that the next test's rolled-back database reuses."""
     from django.core.cache import cache
 
+    from claims.agent.cards import served_index_forget
     from knowledge.clause_store import clause_rows_forget
+    from knowledge.selectors import clause_index_forget
 
-    cache.clear()
-    clause_rows_forget()
+    def forget() -> None:
+        cache.clear()
+        clause_rows_forget()
+        # Keyed by ingestion time and card index stamp, which a replayed demo
+        # (see ``demo``) repeats from test to test.
+        clause_index_forget()
+        served_index_forget()
+
+    forget()
     yield
-    cache.clear()
-    clause_rows_forget()
+    forget()
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test database, noted as migrations left it (for ``demo``)."""
+    from tests.demo_snapshot import fresh_database_note
+
+    with django_db_blocker.unblock():
+        fresh_database_note()
+
+
+@pytest.fixture(scope="session")
+def _demo_recordings(tmp_path_factory) -> Path:
+    """Where the demo's storage objects are kept between tests (see ``demo``)."""
+    return tmp_path_factory.mktemp("demo-recordings")
 
 
 @pytest.fixture
-def demo(db):
-    """The demo data, loaded with the real command (``python manage.py load_demo``)."""
-    from io import StringIO
+def demo(db, _demo_recordings):
+    """The demo data, as ``python manage.py load_demo`` leaves it; returns what it printed.
 
-    from django.core.management import call_command
+    The real command runs the first time a test starts from a given database
+    state; later tests from the same state get its rows and storage objects
+    replayed (``tests/demo_snapshot.py``: it says when the command still runs).
+    """
+    from tests.demo_snapshot import demo_load
 
-    out = StringIO()
-    call_command("load_demo", stdout=out)
-    return out.getvalue()
+    return demo_load(keep_dir=_demo_recordings)
 
 
 @pytest.fixture
