@@ -30,10 +30,10 @@ METADATA_KEYS = {
     "questions": "Questions",
 }
 # Similar questions: how customers ask about the clause's topic, in their own
-# words (seed 001's "similar questions"). Optional; when given, 3 to 8.
+# words (seed 001's "similar questions"). Optional; when given, 3 to 12.
 QUESTIONS_KEY = "questions"
 MIN_QUESTIONS = 3
-MAX_QUESTIONS = 8
+MAX_QUESTIONS = 12
 MIN_QUESTION_WORDS = 3
 MAX_QUESTION_CHARS = 200
 QUESTION_ITEM_RE = re.compile(r"^\s*[-*]\s+(?P<text>\S.*?)\s*$")

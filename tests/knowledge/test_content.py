@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from claims.evaluation.inventory import inventories_load
-from knowledge.wording_format import IdHistory, wording_parse
+from knowledge.wording_format import MAX_QUESTIONS, MIN_QUESTIONS, IdHistory, wording_parse
 
 WORDING = Path(__file__).resolve().parents[2] / "knowledge" / "content" / "wording"
 DOCUMENTS = {"motor": "NW-MOTOR", "home": "NW-HOME", "contents": "NW-CONTENTS"}
@@ -123,7 +123,10 @@ def test_every_customer_clause_carries_similar_questions(line):
             if clause.visibility == "internal":
                 assert clause.questions == ()
             else:
-                assert 3 <= len(clause.questions) <= 8, (label, clause.clause_id)
+                assert MIN_QUESTIONS <= len(clause.questions) <= MAX_QUESTIONS, (
+                    label,
+                    clause.clause_id,
+                )
 
 
 def test_the_main_cover_clauses_take_the_generic_cover_questions():

@@ -72,11 +72,11 @@ def with_questions(*questions: str, heading: str = COV_01_PLAIN.splitlines()[0])
     [
         (
             with_questions("Is my car covered if stolen?", "Does it cover a crash?"),
-            "line 7: MTR-COV-01 has 2 similar question(s) under 'Questions:'; give 3 to 8",
+            "line 7: MTR-COV-01 has 2 similar question(s) under 'Questions:'; give 3 to 12",
         ),
         (
-            with_questions(*(f"Is my car covered for case {n}?" for n in range(9))),
-            "line 7: MTR-COV-01 has 9 similar question(s)",
+            with_questions(*(f"Is my car covered for case {n}?" for n in range(13))),
+            "line 7: MTR-COV-01 has 13 similar question(s)",
         ),
         (
             with_questions("Is my car covered?", "Stolen car?", "Does it cover hail damage?"),
