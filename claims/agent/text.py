@@ -154,6 +154,16 @@ GLOSSARY: dict[str, str] = {
     r"fitted carpets?|built[- ]in|fixtures": "fixtures what we mean by your home contents",
     r"roommates?|flatmates?|boarders?|guests?": "flatmate guest",
     r"landlord": "landlord",
+    r"personal property|possessions": "contents belongings",
+    r"vehicles?|automobiles?": "car",
+    r"power (?:outage|cut|failure)s?|blackouts?|power went out|lost power": (
+        "power supply cut off"
+    ),
+    r"refrigerators?|groceries": "fridge freezer food",
+    r"movers|moving (?:company|truck|van)|relocat(?:e|ed|ing|ion)": "moving house removal",
+    r"furnace|boiler|hvac|heating system|air condition(?:er|ing)|water heater": (
+        "appliance breakdown heat pump hot-water cylinder"
+    ),
 }
 _COMPILED = [(re.compile(rf"\b(?:{k})\b", re.IGNORECASE), v) for k, v in GLOSSARY.items()]
 
