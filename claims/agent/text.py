@@ -53,7 +53,7 @@ STOP_WORDS = frozenset(
     if in into is it it's its itself just me more most my myself now of off on once
     only or other our ours ourselves out over own same she should so some such than
     that that's the their theirs them themselves then there these they this those
-    through to too under until up very was we were what when where which while who
+    through to too under until up us very was we were what when where which while who
     whom why will with would you your yours yourself yourselves u ur pls please
     hi hello thanks thank guys ok okay tho though
     """.split()
@@ -106,6 +106,8 @@ GLOSSARY: dict[str, str] = {
         "accident collision"
     ),
     r"wrecked|trashed": "damaged",
+    r"hit[- ]and[- ]run": "accident collision other driver",
+    r"deer|moose|elk|kangaroos?|possums?": "animal accident collision",
     r"stopped working|broke down|broken down|packed up|conked out|died|not working": (
         "breakdown mechanical breakdown"
     ),
