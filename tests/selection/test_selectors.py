@@ -230,3 +230,48 @@ def test_similar_questions_are_signals_precomputed_per_version(directory, embedd
     )
     # only the message was ever embedded, never a similar question
     assert not set(counting.texts) & set(questions["SYN-GEN-02"])
+
+
+def test_a_card_question_must_be_nearer_than_the_clauses_own_questions(directory, embedded_index):
+    """The "outside the wording" rule compares a card's question with a clause's
+    similar questions too, not only with the clause text: a card is matched on
+    its question, so a clause is matched on its customers' questions."""
+    import dataclasses
+
+    import numpy as np
+
+    from knowledge.embedding import default_embedder
+
+    embedder = default_embedder()
+    asked = "Can I cancel my car insurance in the cooling-off period and get a refund?"
+    questions = (asked, "Do I get money back if I end my cover early?", "Can I stop my policy?")
+    clauses = tuple(
+        dataclasses.replace(
+            c,
+            questions=questions,
+            question_embeddings=np.asarray(embedder.encode(list(questions)), np.float32).tobytes(),
+        )
+        if c.clause_id == "SYN-GEN-02"
+        else c
+        for c in embedded_index
+    )
+    vector = np.asarray(embedder.encode([asked])[0], dtype=np.float32)
+    other = np.asarray(embedder.encode(["What is your office address?"])[0], dtype=np.float32)
+    near = vector + 0.4 * other
+    near = (near / np.linalg.norm(near)).astype(np.float32)
+
+    def chosen(card_row):
+        model = HybridModel(
+            index_source=lambda version_id: clauses,
+            outside_wording=lambda: card_row[None, :],
+        )
+        assert model._learned() is not None  # the learned stages decide here
+        clause_cosine = float(model._cosines(model._index(directory), model._embed(asked)).max())
+        return clause_cosine, model.choose(message=asked, directory=directory, context=context())
+
+    # Nearer the card than the clause text, but nearer still one of its questions.
+    clause_cosine, selected = chosen(near)
+    assert clause_cosine < float(near @ vector) < 0.999
+    assert selected[:1] == ["SYN-GEN-02"]
+    # As near the card as the nearest question: the card wins, nothing is chosen.
+    assert chosen(vector)[1] == []

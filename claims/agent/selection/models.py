@@ -388,6 +388,12 @@ class HybridModel(_IndexedModel):
             # voluntary deductible", "how to dispute a claim": close to the excess
             # and claims clauses, and answered by neither).
             sure = best_cos >= p.sure_cosine and not any(T.outside_signs(message))
+            # A card is matched on its question; a clause is matched on its own
+            # similar questions too ("does my car insurance cover a break-in?" is
+            # nearer the dealer-warranty card's "does ... cover it?" than to any
+            # clause text, but nearer still to the cover clause's questions).
+            best_alias = float(aliases[0].max()) if aliases is not None else -1.0
+            off_topic = out_of_scope - max(best_cos, best_alias) >= p.out_of_scope_margin
             fits = (fit >= learned.fits_threshold or sure) and not off_topic
             order = np.argsort(-probability, kind="stable")
             ranked = [
