@@ -240,6 +240,17 @@ def _motor_2026_3(
     return version
 
 
+def _approve(version: WordingVersion):
+    """Request and approve `version`'s release (the gate is not under test here)."""
+    release = release_request(version_id=version.pk, acting_user=_user("demo-editor"))
+    release_approve(
+        release_id=release.pk,
+        acting_user=_user("demo-approver"),
+        gate_override_reason="the release gate is not under test here",
+    )
+    return release
+
+
 def test_an_ingested_version_only_warns_until_its_release_is_approved(demo):
     question = "Can I cancel my car policy for a full refund?"
     # given an ingested version that drops and changes cited clauses
@@ -288,13 +299,7 @@ def test_discarding_an_unreleased_version_clears_its_warning(demo):
 
 def test_withdrawing_the_release_that_flagged_a_card_puts_it_back_in_the_index(demo):
     question = "Can I cancel my car policy for a full refund?"
-    version = _motor_2026_3()
-    release = release_request(version_id=version.pk, acting_user=_user("demo-editor"))
-    release_approve(
-        release_id=release.pk,
-        acting_user=_user("demo-approver"),
-        gate_override_reason="the release gate is not under test here",
-    )
+    release = _approve(_motor_2026_3())
     assert Card.objects.get(card_id="QA-MTR-0002").source_changed is True
     stamp = CardIndexVersion.objects.get(pk=1).stamp
     # when the approver withdraws it, the wording the card rests on serves again
@@ -315,17 +320,8 @@ def test_withdrawing_the_release_that_flagged_a_card_puts_it_back_in_the_index(d
 
 
 def test_a_card_stays_flagged_while_another_approved_version_still_drops_its_clause(demo):
-    def approve(version):
-        release = release_request(version_id=version.pk, acting_user=_user("demo-editor"))
-        release_approve(
-            release_id=release.pk,
-            acting_user=_user("demo-approver"),
-            gate_override_reason="the release gate is not under test here",
-        )
-        return release
-
-    first = approve(_motor_2026_3())
-    approve(_motor_2026_3("2026.4", date(2027, 6, 1), change_clm=False))
+    first = _approve(_motor_2026_3())
+    _approve(_motor_2026_3("2026.4", date(2027, 6, 1), change_clm=False))
     release_withdraw(
         release_id=first.pk,
         acting_user=_user("demo-approver"),
@@ -343,12 +339,7 @@ def test_a_released_version_that_drops_or_changes_a_cited_clause_flags_the_card(
     # given a version that drops MTR-GEN-02 and changes MTR-CLM-02
     version = _motor_2026_3()
     # when its release is approved
-    release = release_request(version_id=version.pk, acting_user=_user("demo-editor"))
-    release_approve(
-        release_id=release.pk,
-        acting_user=_user("demo-approver"),
-        gate_override_reason="the release gate is not under test here",
-    )
+    _approve(version)
     # then the cards citing them are flagged and out of the index; the others are not
     dropped = Card.objects.get(card_id="QA-MTR-0002")
     assert dropped.source_changed is True
