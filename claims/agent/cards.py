@@ -433,5 +433,7 @@ def cards_retrieve(
     vector = None
     embedder = _embedder()
     if embedder is not None and index.rows is not None:
-        vector = np.asarray(embedder.encode([message]), dtype=np.float32)[0]
+        # The glossary's words too ("deductible" → excess): the same text the
+        # chooser embeds, so one model run serves both steps (embedder memo).
+        vector = np.asarray(embedder.encode([T.expand(message)]), dtype=np.float32)[0]
     return cards_choose(cards_score(index, message, vector), context, limit=limit)

@@ -561,3 +561,34 @@ def test_another_kind_of_insurance_selects_nothing_and_is_queued(api_client, mes
     assert body["clauses"]["requested"] == [] and body["citations"] == []
     assert body["guidance_status"] == "no_clause_selected"
     assert body["pending_question"] is not None
+
+
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        ("NW-MTR-204518", "Can I bring my pet iguana to the repairer's waiting room?"),
+        ("NW-MTR-204518", "Will the hire car come in yellow? My daughter wants a yellow one"),
+        ("NW-HOM-310042", "what is the best way to get red wine out of a wool carpet"),
+    ],
+)
+def test_a_question_in_the_lines_words_that_the_wording_does_not_answer_is_queued(
+    api_client, policy, message
+):
+    """In-domain words are not enough: nothing the wording says answers these."""
+    conversation = start(api_client, policy)
+    body = say(api_client, conversation, message)
+    assert body["clauses"]["requested"] == [] and body["citations"] == [], body["clauses"]
+    assert body["pending_question"] is not None
+
+
+def test_a_question_on_the_clause_just_cited_keeps_that_clause(api_client):
+    """The previous turn's citation is evidence that the next question still fits."""
+    conversation = start(api_client, "NW-MTR-204518")
+    first = say(api_client, conversation, RENTAL)
+    assert [c["clause_id"] for c in first["citations"]][:1] == ["MTR-BEN-03"]
+    body = say(
+        api_client,
+        conversation,
+        "how many days do I get the hire car for and is there a max per day",
+    )
+    assert "MTR-BEN-03" in body["clauses"]["returned"], body["clauses"]

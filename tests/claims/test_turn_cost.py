@@ -49,6 +49,35 @@ def test_a_conversations_first_turn_writes_the_conversation_once(api_client):
     assert '"name_digests"' in updates[0] and "change_seq" in updates[0]
 
 
+def test_a_turn_runs_the_embedding_model_once_even_when_the_glossary_adds_words(
+    api_client, monkeypatch
+):
+    """The cards step and the chooser embed the same text: one model run a turn.
+
+    "deductible" and "totaled" make the glossary add the wording's words; the
+    message with them is embedded once, not the message and then its expansion.
+    """
+    from claims.agent.text import expand
+    from knowledge.embedding import default_embedder
+
+    conversation = start(api_client, "NW-MTR-204518")
+    say(api_client, conversation, "Is my windscreen covered?")  # builds indexes, caches
+    embedder = default_embedder()
+    runs: list[str] = []
+    real = embedder._encode_one
+
+    def counted(text: str):
+        runs.append(text)
+        return real(text)
+
+    monkeypatch.setattr(embedder, "_encode_one", counted)
+    message = "what is my deductible if my car gets totaled in a hailstorm next winter?"
+    assert expand(message) != message
+    body = say(api_client, conversation, message)
+    assert body["clauses"]["returned"], body
+    assert runs == [expand(message)]
+
+
 def test_warm_up_loads_what_the_first_turn_needs_and_freezes_the_heap(api_client):
     from claims.agent.warmup import agent_warm_up
 

@@ -25,12 +25,21 @@ LABELS = (
     "T-4\tofftopic\tnone\ttune\n"
     "T-5\tcontents\tCNT-BEN-02\ttest\n"
 )
+# Our own examples: questions and labels in one file (fits-examples.tsv's shape).
+EXAMPLES = (
+    "id\tline\texpected\tsplit\tquestion\n"
+    "E-1\tmotor\tnone\ttune\tCan my parrot sit in the front of the tow truck?\n"
+    "E-2\thome\tHOM-EXC-02\ttune\tThe dog chewed the skirting boards, is that covered?\n"
+    "E-3\tcontents\tnone\ttest\tWhat is the best brand of deadbolt?\n"
+)
 
 
 def test_training_is_deterministic_and_never_reads_the_test_half(demo, tmp_path):
     questions, labels = tmp_path / "q.tsv", tmp_path / "l.tsv"
     questions.write_text(QUESTIONS, encoding="utf-8")
     labels.write_text(LABELS, encoding="utf-8")
+    examples = tmp_path / "examples.tsv"
+    examples.write_text(EXAMPLES, encoding="utf-8")
     outputs = []
     for n in (1, 2):
         out = tmp_path / f"trained-{n}.json"
@@ -40,6 +49,8 @@ def test_training_is_deterministic_and_never_reads_the_test_half(demo, tmp_path)
             str(questions),
             "--labels",
             str(labels),
+            "--examples",
+            str(examples),
             "--output",
             str(out),
             stdout=StringIO(),
@@ -51,10 +62,12 @@ def test_training_is_deterministic_and_never_reads_the_test_half(demo, tmp_path)
 
     standalone = sum(1 for i in inventories_load() for q in i.questions if not q.after)
     assert data["meta"]["split"] == "tune"
-    # the inventories and the 4 tune rows; T-5 (test half) is never used
-    assert data["meta"]["questions"] == standalone + 4
+    # the inventories, the 4 tune rows and the 2 tune examples; T-5 and E-3
+    # (test half) are never used
+    assert data["meta"]["questions"] == standalone + 4 + 2
     assert "Does my insurance pay" not in outputs[0].decode()
-    assert 0 < data["fits_threshold"] < 1 and len(data["reranker"]["coef"]) == 21
+    assert "parrot" not in outputs[0].decode()
+    assert 0 < data["fits_threshold"] < 1 and len(data["reranker"]["coef"]) == 22
 
 
 def test_a_missing_questions_file_is_a_clear_error(demo, tmp_path):
@@ -67,3 +80,44 @@ def test_a_missing_questions_file_is_a_clear_error(demo, tmp_path):
             str(tmp_path / "x.json"),
             stdout=StringIO(),
         )
+
+
+def test_a_missing_examples_file_is_a_clear_error(demo, tmp_path):
+    questions, labels = tmp_path / "q.tsv", tmp_path / "l.tsv"
+    questions.write_text(QUESTIONS, encoding="utf-8")
+    labels.write_text(LABELS, encoding="utf-8")
+    out = tmp_path / "x.json"
+    with pytest.raises(CommandError, match=r"No such \w+ file: .*missing\.tsv"):
+        call_command(
+            "train_selector",
+            "--questions",
+            str(questions),
+            "--labels",
+            str(labels),
+            "--examples",
+            str(tmp_path / "missing.tsv"),
+            "--output",
+            str(out),
+            stdout=StringIO(),
+        )
+    assert not out.exists()
+
+
+def test_the_shipped_model_was_trained_on_the_labels_and_examples_in_the_repository():
+    """A label or example changed without running train_selector shows here."""
+    import hashlib
+
+    from django.conf import settings
+
+    from claims.agent.selection.learned import MODEL_PATH
+    from claims.management.commands.evaluate import REAL_LABELS_RELPATH
+    from claims.management.commands.train_selector import EXAMPLES_RELPATH
+
+    meta = json.loads(MODEL_PATH.read_text(encoding="utf-8"))["meta"]
+    base = settings.BASE_DIR
+    for key, relpath in (
+        ("labels_sha256", REAL_LABELS_RELPATH),
+        ("examples_sha256", EXAMPLES_RELPATH),
+    ):
+        digest = hashlib.sha256((base / relpath).read_bytes()).hexdigest()
+        assert meta[key] == digest, f"{relpath} changed: run python manage.py train_selector"

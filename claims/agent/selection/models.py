@@ -316,6 +316,11 @@ class HybridModel(_IndexedModel):
 
         query = T.expand(message)
         n = len(index)
+        # One vector per message, of the message with the glossary's words (the
+        # cards step embeds the same text: one model run per turn, shared
+        # through the embedder's memo). Until 2026-12-01 the cards and the
+        # out-of-scope rule read the customer's words alone, which cost a second
+        # run on about half the real questions (docs/evaluation.md).
         vector = self._embed(query)
         cosines = self._cosines(index, vector)
         if cosines is None:
@@ -360,10 +365,9 @@ class HybridModel(_IndexedModel):
             )
             lists.append({index.ids.index(c): r for r, c in enumerate(prior_ids, start=1)})
         best_bm = float(bm25.max()) if n else 0.0
-        # Out-of-scope topics are judged on the customer's own words.
-        out_of_scope = self._out_of_scope(
-            vector if query == message else self._embed(message), context
-        )
+        # Out-of-scope topics (the answer cards' questions) are judged on the
+        # same vector the cards step used.
+        out_of_scope = self._out_of_scope(vector, context)
         off_topic = out_of_scope - best_cos >= p.out_of_scope_margin
         fits = (best_cos >= p.fit_cosine or best_bm >= p.fit_bm25) and not off_topic
 
@@ -394,8 +398,13 @@ class HybridModel(_IndexedModel):
             # clause text, but nearer still to the cover clause's questions).
             best_alias = float(aliases[0].max()) if aliases is not None else -1.0
             off_topic = out_of_scope - max(best_cos, best_alias) >= p.out_of_scope_margin
-            fits = (fit >= learned.fits_threshold or sure) and not off_topic
             order = np.argsort(-probability, kind="stable")
+            # In a conversation, the clause the previous turn cited is evidence
+            # too: a message whose best clause is that one carries on the same
+            # topic ("how many days do I get the hire car for?" after a hire-car
+            # answer), even when the message alone looks like nothing fits.
+            carried = prior is not None and n > 0 and index.ids[int(order[0])] in prior.cited_ids
+            fits = (fit >= learned.fits_threshold or sure or carried) and not off_topic
             ranked = [
                 (index.ids[i], float(probability[i]), float(cosines[i]), float(bm25[i]))
                 for i in order
@@ -483,8 +492,7 @@ class HybridModel(_IndexedModel):
             cosines = np.zeros(len(index), dtype=np.float32)
         bm25 = index.bm25_scores(T.stems(query))
         out_of_scope = self._out_of_scope(
-            vector if query == message else self._embed(message),
-            SelectionContext(line="", version_id=directory.version_id),
+            vector, SelectionContext(line="", version_id=directory.version_id)
         )
         signals = self.learned_signals(
             index=index,
@@ -533,6 +541,7 @@ class HybridModel(_IndexedModel):
             has = index.has_questions
             alias_cos = np.where(has, aliases[0], cosines)
             alias_bm = np.where(has, aliases[1], bm25)
+        coverage = index.coverage(query_stems)
         pairs = pair_features(
             ids=index.ids,
             kinds=index.kinds or ("",) * len(index),
@@ -542,6 +551,7 @@ class HybridModel(_IndexedModel):
             bm25=bm25,
             alias_cosines=alias_cos,
             alias_bm25=alias_bm,
+            coverage=coverage,
         )
         best_pair = float(reranker.score(pairs).max()) if reranker is not None else 0.0
         known = sum(s in index.vocabulary for s in query_stems)
@@ -554,6 +564,7 @@ class HybridModel(_IndexedModel):
             best_bm25=float(bm25.max()) if len(bm25) else 0.0,
             out_of_scope_gap=out_of_scope - best_cos,
             wording_words=known / max(len(query_stems), 1),
+            best_coverage=float(coverage.max()) if len(coverage) else 0.0,
             signs=T.outside_signs(message),
         )
         return LearnedSignals(pairs=pairs, fit=fit)

@@ -4,6 +4,10 @@ Training data, and nothing else:
 
 * the tuning inventories (``knowledge/content/inventory/<line>.yaml``; not the
   held-out folder), standalone questions only;
+* the *tune* rows of our own labelled examples
+  (``knowledge/content/fits/fits-examples.tsv``: questions in our own words
+  that use a line's vocabulary, labelled with the clauses that answer them or
+  ``none``; the ``test`` rows are never read here);
 * the *tune* half of the real-question labels
   (``knowledge/content/realq/insuranceqa-dev-labels.tsv``), whose text is read
   at run time from the research-only questions file (``--questions``; by
@@ -39,6 +43,7 @@ from claims.management.commands.evaluate import (
     real_questions_default,
 )
 
+EXAMPLES_RELPATH = Path("knowledge") / "content" / "fits" / "fits-examples.tsv"
 FOLDS = 5
 PAIR_L2 = 1.0
 FIT_L2 = 30.0  # on the message's embedding (384 numbers: easy to overfit)
@@ -62,6 +67,10 @@ class Command(BaseCommand):
         parser.add_argument("--questions", help="The questions TSV (id, line, question).")
         parser.add_argument("--labels", help=f"The labels TSV (default {REAL_LABELS_RELPATH}).")
         parser.add_argument(
+            "--examples",
+            help=f"Our own labelled examples (default {EXAMPLES_RELPATH}; 'none' to leave out).",
+        )
+        parser.add_argument(
             "--output", default=str(L.MODEL_PATH), help="Where to write the trained model."
         )
 
@@ -74,9 +83,20 @@ class Command(BaseCommand):
         questions_path = Path(options["questions"]) if options["questions"] else None
         questions_path = questions_path or real_questions_default()
         labels_path = Path(options["labels"] or Path(settings.BASE_DIR) / REAL_LABELS_RELPATH)
+        examples_option = options["examples"] or ""
+        examples_path = (
+            None
+            if examples_option == "none"
+            else Path(examples_option or Path(settings.BASE_DIR) / EXAMPLES_RELPATH)
+        )
         try:
             labels = realq.labels_load(labels_path)
             real = realq.questions_load(questions_path, labels=labels, split="tune")
+            if examples_path is not None:
+                own = realq.questions_load(
+                    examples_path, labels=realq.labels_load(examples_path), split="tune"
+                )
+                real = [*real, *own]
         except realq.RealQuestionsError as exc:
             raise CommandError(str(exc)) from exc
 
@@ -193,6 +213,11 @@ class Command(BaseCommand):
                 "answerable": int(answerable.sum()),
                 "nothing_fits": int((~answerable).sum()),
                 "labels_sha256": hashlib.sha256(labels_path.read_bytes()).hexdigest(),
+                "examples_sha256": (
+                    hashlib.sha256(examples_path.read_bytes()).hexdigest()
+                    if examples_path is not None
+                    else ""
+                ),
                 "split": "tune",
                 "cv_recall_at_1": round(float(at1), 4),
                 "cv_recall_at_3": round(float(full), 4),
