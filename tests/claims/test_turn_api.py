@@ -566,7 +566,7 @@ def test_another_kind_of_insurance_selects_nothing_and_is_queued(api_client, mes
 @pytest.mark.parametrize(
     ("policy", "message"),
     [
-        ("NW-MTR-204518", "Can I bring my pet iguana to the repairer's waiting room?"),
+        ("NW-MTR-204518", "Is there free coffee in the repairer's waiting room?"),
         ("NW-MTR-204518", "Will the hire car come in yellow? My daughter wants a yellow one"),
         ("NW-HOM-310042", "what is the best way to get red wine out of a wool carpet"),
     ],
