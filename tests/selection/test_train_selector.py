@@ -67,7 +67,7 @@ def test_training_is_deterministic_and_never_reads_the_test_half(demo, tmp_path)
     assert data["meta"]["questions"] == standalone + 4 + 2
     assert "Does my insurance pay" not in outputs[0].decode()
     assert "parrot" not in outputs[0].decode()
-    assert 0 < data["fits_threshold"] < 1 and len(data["reranker"]["coef"]) == 22
+    assert 0 < data["fits_threshold"] < 1 and len(data["reranker"]["coef"]) == 21
 
 
 def test_a_missing_questions_file_is_a_clear_error(demo, tmp_path):

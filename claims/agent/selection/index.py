@@ -100,9 +100,6 @@ class VersionIndex:
     _alias_keyword_index: tuple[Any, np.ndarray, frozenset[str]] | None = field(
         default=None, repr=False
     )
-    _coverage_index: tuple[tuple[frozenset[str], ...], dict[str, float], float] | None = field(
-        default=None, repr=False
-    )
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -151,42 +148,6 @@ class VersionIndex:
     @property
     def baseline_bodies(self) -> tuple[Counter[str], ...]:
         return self._baseline()[1]
-
-    def _coverage(self) -> tuple[tuple[frozenset[str], ...], dict[str, float], float]:
-        """Per clause, the stems of its title, text and similar questions; each stem's idf."""
-        with self._lock:
-            if self._coverage_index is None:
-                questions = self.questions or ((),) * len(self.ids)
-                per_clause = tuple(
-                    frozenset(
-                        T.stems(title)
-                        + T.stems(body)
-                        + [s for q in asked for s in T.stems(T.expand(q))]
-                    )
-                    for title, body, asked in zip(self.titles, self.bodies, questions, strict=True)
-                )
-                n = len(per_clause)
-                df: Counter[str] = Counter(s for stems in per_clause for s in stems)
-                idf = {s: float(np.log((n + 1) / (d + 0.5))) for s, d in df.items()}
-                self._coverage_index = (per_clause, idf, float(np.log((n + 1) / 0.5)))
-            return self._coverage_index
-
-    def coverage(self, query_stems: frozenset[str]) -> np.ndarray:
-        """Per clause, the idf-weighted share of the message's stems the clause uses.
-
-        A stem no clause uses weighs most (it is what the wording does not
-        speak to: "iguana", "waiting room"); one every clause uses weighs
-        almost nothing ("car", "cover").
-        """
-        per_clause, idf, unknown = self._coverage()
-        if not query_stems or not per_clause:
-            return np.zeros(len(per_clause), dtype=np.float64)
-        weights = {s: idf.get(s, unknown) for s in query_stems}
-        total = sum(weights.values())
-        return np.array(
-            [sum(w for s, w in weights.items() if s in stems) / total for stems in per_clause],
-            dtype=np.float64,
-        )
 
     @property
     def has_questions(self) -> np.ndarray:

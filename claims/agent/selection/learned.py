@@ -52,9 +52,6 @@ PAIR_FEATURES = (
     "alias_cosine_rank_inv",
     "alias_bm25_log",
     "alias_bm25_share",
-    # idf-weighted share of the message's stems the clause (title, text and
-    # similar questions) uses (VersionIndex.coverage)
-    "coverage",
 )
 _ALIAS = 8 + len(KINDS)
 FIT_SCALARS = (
@@ -63,7 +60,6 @@ FIT_SCALARS = (
     "best_bm25_log",
     "out_of_scope_gap",
     "wording_words",
-    "best_coverage",
     # signs of a question outside the wording (claims.agent.text.OUTSIDE_SIGNS)
     *(f"sign_{name}" for name in OUTSIDE_SIGNS),
 )
@@ -86,7 +82,6 @@ def pair_features(
     bm25: np.ndarray,
     alias_cosines: np.ndarray | None = None,
     alias_bm25: np.ndarray | None = None,
-    coverage: np.ndarray | None = None,
 ) -> np.ndarray:
     """One row of PAIR_FEATURES per clause of the directory.
 
@@ -120,7 +115,6 @@ def pair_features(
     x[:, _ALIAS + 2] = _inverse_ranks(acos)
     x[:, _ALIAS + 3] = np.log1p(np.maximum(abm, 0.0))
     x[:, _ALIAS + 4] = abm / best_abm if best_abm > 0 else 0.0
-    x[:, _ALIAS + 5] = 0.0 if coverage is None else coverage
     return x
 
 
@@ -133,13 +127,12 @@ def fit_features(
     best_bm25: float,
     out_of_scope_gap: float,
     wording_words: float,
-    best_coverage: float,
     signs: tuple[float, ...],
 ) -> np.ndarray:
     """The message's embedding followed by FIT_SCALARS."""
     emb = np.zeros(dimension) if vector is None else np.asarray(vector, dtype=np.float64)
     scalars = [best_pair, best_cosine, float(np.log1p(max(best_bm25, 0.0))), out_of_scope_gap]
-    return np.concatenate([emb, [*scalars, wording_words, best_coverage, *signs]])
+    return np.concatenate([emb, [*scalars, wording_words, *signs]])
 
 
 # --- training -------------------------------------------------------------------

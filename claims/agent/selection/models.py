@@ -541,7 +541,6 @@ class HybridModel(_IndexedModel):
             has = index.has_questions
             alias_cos = np.where(has, aliases[0], cosines)
             alias_bm = np.where(has, aliases[1], bm25)
-        coverage = index.coverage(query_stems)
         pairs = pair_features(
             ids=index.ids,
             kinds=index.kinds or ("",) * len(index),
@@ -551,7 +550,6 @@ class HybridModel(_IndexedModel):
             bm25=bm25,
             alias_cosines=alias_cos,
             alias_bm25=alias_bm,
-            coverage=coverage,
         )
         best_pair = float(reranker.score(pairs).max()) if reranker is not None else 0.0
         known = sum(s in index.vocabulary for s in query_stems)
@@ -564,7 +562,6 @@ class HybridModel(_IndexedModel):
             best_bm25=float(bm25.max()) if len(bm25) else 0.0,
             out_of_scope_gap=out_of_scope - best_cos,
             wording_words=known / max(len(query_stems), 1),
-            best_coverage=float(coverage.max()) if len(coverage) else 0.0,
             signs=T.outside_signs(message),
         )
         return LearnedSignals(pairs=pairs, fit=fit)
