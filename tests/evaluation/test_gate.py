@@ -21,7 +21,11 @@ def staff(name: str):
 
 
 def without_hire_car(text: str) -> str:
-    """MTR-BEN-03 with its "hire car" words gone (title, body and similar questions)."""
+    """MTR-BEN-03 with its "hire car" words gone (title, body and similar questions).
+
+    What it provides and its daily limit go too: the clause keeps its id and its
+    conditions but no longer says what the customer gets.
+    """
     start = text.index("## MTR-BEN-03")
     end = text.index("\n## ", start + 1)
     clause = text[start:end]
@@ -33,6 +37,12 @@ def without_hire_car(text: str) -> str:
     clause = clause.replace("a hire car of the same or a smaller class than your car, or ", "")
     clause = re.sub(r"(?i)\b(hire|rental) cars?\b", "transport", clause)
     clause = clause.replace("Agree the hire with us first", "Agree it with us first")
+    clause = re.sub(r"\nWhat we provide:.*\n", "\n", clause)
+    clause = re.sub(r"\n- Limit:.*\n", "\n", clause)
+    clause = re.sub(
+        r" Costs you pay yourself are reimbursed up to the same daily limit\.", "", clause
+    )
+    assert "What we provide" not in clause and "a day" not in clause
     assert "hire car" not in clause.lower()
     return text[:start] + clause + text[end:]
 
