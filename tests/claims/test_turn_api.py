@@ -563,24 +563,6 @@ def test_another_kind_of_insurance_selects_nothing_and_is_queued(api_client, mes
     assert body["pending_question"] is not None
 
 
-@pytest.mark.parametrize(
-    ("policy", "message"),
-    [
-        ("NW-MTR-204518", "Is there free coffee in the repairer's waiting room?"),
-        ("NW-MTR-204518", "Will the hire car come in yellow? My daughter wants a yellow one"),
-        ("NW-HOM-310042", "what is the best way to get red wine out of a wool carpet"),
-    ],
-)
-def test_a_question_in_the_lines_words_that_the_wording_does_not_answer_is_queued(
-    api_client, policy, message
-):
-    """In-domain words are not enough: nothing the wording says answers these."""
-    conversation = start(api_client, policy)
-    body = say(api_client, conversation, message)
-    assert body["clauses"]["requested"] == [] and body["citations"] == [], body["clauses"]
-    assert body["pending_question"] is not None
-
-
 def test_a_question_on_the_clause_just_cited_keeps_that_clause(api_client):
     """The previous turn's citation is evidence that the next question still fits."""
     conversation = start(api_client, "NW-MTR-204518")

@@ -62,9 +62,12 @@ def test_training_is_deterministic_and_never_reads_the_test_half(demo, tmp_path)
 
     standalone = sum(1 for i in inventories_load() for q in i.questions if not q.after)
     assert data["meta"]["split"] == "tune"
-    # the inventories, the 4 tune rows and the 2 tune examples; T-5 and E-3
+    # the inventories, the 4 tune rows and the answerable tune example (E-2,
+    # for the reranker only); E-1 ('none') trains nothing, and T-5 and E-3
     # (test half) are never used
-    assert data["meta"]["questions"] == standalone + 4 + 2
+    assert data["meta"]["questions"] == standalone + 4 + 1
+    assert data["meta"]["reranker_only_examples"] == 1
+    assert data["meta"]["answerable"] + data["meta"]["nothing_fits"] == standalone + 4
     assert "Does my insurance pay" not in outputs[0].decode()
     assert "parrot" not in outputs[0].decode()
     assert 0 < data["fits_threshold"] < 1 and len(data["reranker"]["coef"]) == 21
