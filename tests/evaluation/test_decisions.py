@@ -81,21 +81,9 @@ def test_a_malformed_examples_file_is_a_clear_error(tmp_path):
 
 def test_no_example_copies_a_real_question():
     """The examples are our own words: none is (nearly) a research-only real question."""
-    import csv
-    import re
+    from tests.knowledge.test_realq_labels import closest_real_overlaps
 
-    from claims.management.commands.evaluate import real_questions_default
-
-    path = real_questions_default()
-    if not path.exists():
-        pytest.skip(f"the research-only questions are not beside the repository ({path})")
-
-    def words(text: str) -> set[str]:
-        return set(re.findall(r"[a-z0-9']+", text.lower()))
-
-    with path.open(encoding="utf-8", newline="") as handle:
-        real = [words(r["question"]) for r in csv.DictReader(handle, delimiter="\t")]
-    for example in examples_load():
-        mine = words(example.text)
-        closest = max(len(mine & r) / len(mine | r) for r in real)
+    examples = examples_load()
+    overlaps = closest_real_overlaps([example.text for example in examples])
+    for example, closest in zip(examples, overlaps, strict=True):
         assert closest < 0.67, example.id

@@ -13,11 +13,9 @@ import re
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
 from claims.evaluation import realq
 from tests.knowledge.test_content import parsed
-from tests.knowledge.test_realq_labels import questions_path
+from tests.knowledge.test_realq_labels import closest_real_overlaps
 
 EXAMPLES = (
     Path(__file__).resolve().parents[2] / "knowledge" / "content" / "fits" / "fits-examples.tsv"
@@ -63,16 +61,7 @@ def test_the_project_reads_the_file_as_questions_and_as_labels():
 
 def test_no_example_copies_a_real_question():
     """Our own words: no row is (nearly) one of the research-only real questions."""
-    path = questions_path()
-    if not path.exists():
-        pytest.skip(f"the research-only questions are not beside the repository ({path})")
-
-    def words(text: str) -> set[str]:
-        return set(re.findall(r"[a-z0-9']+", text.lower()))
-
-    with path.open(encoding="utf-8", newline="") as handle:
-        real = [words(r["question"]) for r in csv.DictReader(handle, delimiter="\t")]
-    for row in rows():
-        mine = words(row["question"])
-        closest = max(len(mine & r) / len(mine | r) for r in real)
+    examples = rows()
+    overlaps = closest_real_overlaps([row["question"] for row in examples])
+    for row, closest in zip(examples, overlaps, strict=True):
         assert closest < 0.5, row["id"]

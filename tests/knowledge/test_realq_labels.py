@@ -35,6 +35,28 @@ def questions_path() -> Path:
     return Path(settings.BASE_DIR).parent / "shared" / "data" / "insuranceqa-dev" / "questions.tsv"
 
 
+def closest_real_overlaps(texts: list[str]) -> list[float]:
+    """Per text, its highest word-set overlap (Jaccard) with a research-only real question.
+
+    Skips the calling test, with a reason, when the questions are not beside
+    the repository.
+    """
+    path = questions_path()
+    if not path.exists():
+        pytest.skip(f"the research-only questions are not beside the repository ({path})")
+
+    def words(text: str) -> set[str]:
+        return set(re.findall(r"[a-z0-9']+", text.lower()))
+
+    with path.open(encoding="utf-8", newline="") as handle:
+        real = [words(r["question"]) for r in csv.DictReader(handle, delimiter="\t")]
+    overlaps = []
+    for text in texts:
+        mine = words(text)
+        overlaps.append(max(len(mine & r) / len(mine | r) for r in real))
+    return overlaps
+
+
 def split_for(question_id: str) -> str:
     return "test" if int(hashlib.sha256(question_id.encode()).hexdigest(), 16) % 2 == 1 else "tune"
 

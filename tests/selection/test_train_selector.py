@@ -34,6 +34,15 @@ EXAMPLES = (
 )
 
 
+def train(questions, labels, examples, output) -> None:
+    call_command(
+        "train_selector",
+        *("--questions", str(questions), "--labels", str(labels)),
+        *("--examples", str(examples), "--output", str(output)),
+        stdout=StringIO(),
+    )
+
+
 def test_training_is_deterministic_and_never_reads_the_test_half(demo, tmp_path):
     questions, labels = tmp_path / "q.tsv", tmp_path / "l.tsv"
     questions.write_text(QUESTIONS, encoding="utf-8")
@@ -43,18 +52,7 @@ def test_training_is_deterministic_and_never_reads_the_test_half(demo, tmp_path)
     outputs = []
     for n in (1, 2):
         out = tmp_path / f"trained-{n}.json"
-        call_command(
-            "train_selector",
-            "--questions",
-            str(questions),
-            "--labels",
-            str(labels),
-            "--examples",
-            str(examples),
-            "--output",
-            str(out),
-            stdout=StringIO(),
-        )
+        train(questions, labels, examples, out)
         outputs.append(out.read_bytes())
     assert outputs[0] == outputs[1]
     data = json.loads(outputs[0])
@@ -91,18 +89,7 @@ def test_a_missing_examples_file_is_a_clear_error(demo, tmp_path):
     labels.write_text(LABELS, encoding="utf-8")
     out = tmp_path / "x.json"
     with pytest.raises(CommandError, match=r"No such \w+ file: .*missing\.tsv"):
-        call_command(
-            "train_selector",
-            "--questions",
-            str(questions),
-            "--labels",
-            str(labels),
-            "--examples",
-            str(tmp_path / "missing.tsv"),
-            "--output",
-            str(out),
-            stdout=StringIO(),
-        )
+        train(questions, labels, tmp_path / "missing.tsv", out)
     assert not out.exists()
 
 
