@@ -175,6 +175,7 @@ def glossary_terms(message: str) -> list[str]:
     return [words for pattern, words in _COMPILED if pattern.search(message)]
 
 
+@functools.lru_cache(maxsize=1024)
 def expand(message: str) -> str:
     """``message`` followed by the wording's words for what it says, if any."""
     found = glossary_terms(message)

@@ -1,8 +1,8 @@
 """Our own labelled examples for "does anything fit?" (knowledge/content/fits/).
 
-They train the hybrid's learned stages (their tune rows) and measure them
-(their test rows), so they must be well formed, labelled against clauses that
-exist, split by the hash of the id, and in our own words.
+Their answerable tune rows train the hybrid's reranker and their test rows
+measure it, so they must be well formed, labelled against clauses that exist,
+split by the hash of the id, and in our own words.
 """
 
 from __future__ import annotations

@@ -4,10 +4,10 @@ Training data, and nothing else:
 
 * the tuning inventories (``knowledge/content/inventory/<line>.yaml``; not the
   held-out folder), standalone questions only;
-* the *tune* rows of our own labelled examples
-  (``knowledge/content/fits/fits-examples.tsv``: questions in our own words
-  that use a line's vocabulary, labelled with the clauses that answer them or
-  ``none``; the ``test`` rows are never read here);
+* for the reranker only, the answerable *tune* rows of our own labelled
+  examples (``knowledge/content/fits/fits-examples.tsv``: questions in our own
+  words that use a line's vocabulary; their ``none`` rows and their ``test``
+  rows are never read here);
 * the *tune* half of the real-question labels
   (``knowledge/content/realq/insuranceqa-dev-labels.tsv``), whose text is read
   at run time from the research-only questions file (``--questions``; by
@@ -177,7 +177,7 @@ class Command(BaseCommand):
             return np.vstack(xs), np.array(ys)
 
         fits_rows = [c for c in computed if c[0] in for_fits]
-        cv_fit = np.zeros(len(fits_rows))
+        cv_by_id: dict[str, float] = {}
         cv_rank: list[tuple[np.ndarray, tuple[str, ...], tuple[str, ...]]] = []
         for fold in range(FOLDS):
             train = [c for c in computed if _fold(c[0]) != fold]
@@ -188,12 +188,13 @@ class Command(BaseCommand):
             held_fits = [c for c in held if c[0] in for_fits]
             hx, _ = fit_rows(held_fits, rr)
             probs = fit_model.probability(hx)
-            for (qid, _index, _signals, _expected), prob in zip(held_fits, probs, strict=True):
-                cv_fit[[c[0] for c in fits_rows].index(qid)] = prob
+            for (qid, *_), prob in zip(held_fits, probs, strict=True):
+                cv_by_id[qid] = float(prob)
             for _qid, index, signals, expected in held:
                 if expected:
                     cv_rank.append((rr.probability(signals.pairs), index.ids, expected))
 
+        cv_fit = np.array([cv_by_id[c[0]] for c in fits_rows])
         fx, fy = fit_rows(fits_rows, reranker)
         fits = L.Logistic(*L.logistic_fit(fx, fy, l2=fit_penalty(fx.shape[1])))
 
