@@ -275,3 +275,64 @@ def test_a_card_question_must_be_nearer_than_the_clauses_own_questions(directory
     assert selected[:1] == ["SYN-GEN-02"]
     # As near the card as the nearest question: the card wins, nothing is chosen.
     assert chosen(vector)[1] == []
+
+
+def test_a_paraphrase_of_a_similar_question_fits_whatever_the_classifier_says(
+    directory, embedded_index
+):
+    """The learned "fits" classifier is overruled by a message (almost) equal to
+    one of a clause's own similar questions, as it is by one almost equal to
+    the clause text -- unless the message shows a sign of being outside the
+    wording. Here the classifier refuses everything, so only that rule can
+    select a clause."""
+    import dataclasses
+
+    import numpy as np
+
+    from claims.agent.selection import learned as L
+    from knowledge.embedding import default_embedder
+
+    embedder = default_embedder()
+    questions = ("How do I cancel my car insurance?", "Do I get money back if I end my cover?")
+    clauses = tuple(
+        dataclasses.replace(
+            c,
+            questions=questions,
+            question_embeddings=np.asarray(embedder.encode(list(questions)), np.float32).tobytes(),
+        )
+        if c.clause_id == "SYN-GEN-02"
+        else c
+        for c in embedded_index
+    )
+    pairs = len(L.PAIR_FEATURES)
+    coef = np.zeros(pairs)
+    coef[L.PAIR_FEATURES.index("alias_cosine")] = 5.0
+    fits_width = embedder.dimension + len(L.FIT_SCALARS)
+    refusing = L.TrainedSelector(
+        embedder=embedder.name,
+        reranker=L.Logistic(np.zeros(pairs), np.ones(pairs), coef, 0.0),
+        fits=L.Logistic(np.zeros(fits_width), np.ones(fits_width), np.zeros(fits_width), -10.0),
+        fits_threshold=0.5,
+        keep_probability=0.9,
+        meta={},
+    )
+
+    class Refusing(HybridModel):
+        def _learned(self):
+            return refusing
+
+    model = Refusing(index_source=lambda version_id: clauses, outside_wording=no_cards)
+
+    def explain(message):
+        return model.explain(message=message, directory=directory, context=context())
+
+    asked = explain("How do I cancel my car insurance?")
+    assert asked.fit_probability is not None and asked.fit_probability < 0.01
+    assert asked.fits and asked.selected[0] == "SYN-GEN-02"
+    # the same question about another insurer's policy: a sign of being outside
+    other = explain("How do I cancel my car insurance with State Farm?")
+    assert not other.fits and other.selected == ()
+    # a question near no similar question and no clause text stays refused
+    far = explain("What colour will the hire car be?")
+    assert not far.fits and far.selected == ()
+    assert HybridParams().sure_alias > 0.83  # above every tune-side "nothing fits" question

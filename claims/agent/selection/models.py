@@ -232,6 +232,12 @@ class HybridParams:
     learned: bool = True
     # With the learned stages: this close to a clause always fits.
     sure_cosine: float = 0.65
+    # ...and this close to one of a clause's own similar questions (the
+    # wording's "Questions:"). Above any tune-side question that nothing
+    # answers (0.83 at most, without an outside sign); the classifier had
+    # refused "Who is covered under my car insurance?", an exact similar
+    # question (docs/evaluation.md, "A paraphrase of a similar question").
+    sure_alias: float = 0.85
 
 
 @dataclass(frozen=True)
@@ -391,12 +397,16 @@ class HybridModel(_IndexedModel):
             # ...unless it also shows a sign of being outside the wording ("what is a
             # voluntary deductible", "how to dispute a claim": close to the excess
             # and claims clauses, and answered by neither).
-            sure = best_cos >= p.sure_cosine and not any(T.outside_signs(message))
+            # The same holds for a message this close to one of a clause's own
+            # similar questions ("who is covered under my car insurance?").
+            best_alias = float(aliases[0].max()) if aliases is not None else -1.0
+            sure = (best_cos >= p.sure_cosine or best_alias >= p.sure_alias) and not any(
+                T.outside_signs(message)
+            )
             # A card is matched on its question; a clause is matched on its own
             # similar questions too ("does my car insurance cover a break-in?" is
             # nearer the dealer-warranty card's "does ... cover it?" than to any
             # clause text, but nearer still to the cover clause's questions).
-            best_alias = float(aliases[0].max()) if aliases is not None else -1.0
             off_topic = out_of_scope - max(best_cos, best_alias) >= p.out_of_scope_margin
             order = np.argsort(-probability, kind="stable")
             # In a conversation, the clause the previous turn cited is evidence
