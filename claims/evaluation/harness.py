@@ -206,6 +206,8 @@ def _line_figures(results: list[TurnResult]) -> dict:
         "decision_questions": len(decisions),
         "decision_queued": _share(queued, len(decisions)),
         "unlabelled": len(results) - n - len(no_clause) - len(decisions) - len(card_questions),
+        # the shares above as counts, for figures summed over runs (validate_selector)
+        "counts": {"returned": returned, "nothing_fits": nothing, "decision_queued": queued},
     }
     figures["cards"] = _card_figures(card_questions, answerable)
     figures["summary"] = (

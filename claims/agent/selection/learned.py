@@ -17,10 +17,12 @@ test figures).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -215,9 +217,34 @@ class TrainedSelector:
     meta: dict[str, Any]
 
 
+# A trained file served instead of MODEL_PATH for a while (``model_served``).
+_SERVED: list[Path] = []
+
+
+@contextlib.contextmanager
+def model_served(path: Path) -> Iterator[None]:
+    """Serve the hybrid from another trained file for the duration, in this process.
+
+    ``validate_selector`` trains on part of the tune half and scores the rest
+    through the claim endpoint without touching the shipped ``trained.json``.
+    """
+    _SERVED.append(Path(path))
+    trained_selector.cache_clear()
+    try:
+        yield
+    finally:
+        _SERVED.pop()
+        trained_selector.cache_clear()
+
+
 @functools.cache
-def trained_selector(path: Path = MODEL_PATH) -> TrainedSelector | None:
-    """The trained stages, loaded once; None (and a warning) if absent or unreadable."""
+def trained_selector(path: Path | None = None) -> TrainedSelector | None:
+    """The trained stages, loaded once; None (and a warning) if absent or unreadable.
+
+    ``path`` None: the file ``model_served`` set, else MODEL_PATH.
+    """
+    if path is None:
+        path = _SERVED[-1] if _SERVED else MODEL_PATH
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         if data.get("pair_features") != list(PAIR_FEATURES) or data.get("fit_scalars") != list(
