@@ -135,3 +135,23 @@ def test_bad_arguments_are_clear_errors(files, args, message):
         base[flag] = value
     with pytest.raises(CommandError, match=message):
         call_command("validate_selector", *[x for kv in base.items() for x in kv])
+
+
+def test_a_model_the_hybrid_cannot_use_stops_the_run(demo, files, monkeypatch):
+    """Measuring the hybrid's RRF fallback instead of the trained stages would be
+    a silent wrong figure: a served file that does not load is an error."""
+    from claims.agent.selection import learned
+
+    def unusable(path=None):
+        return None
+
+    unusable.cache_clear = lambda: None
+    monkeypatch.setattr(learned, "trained_selector", unusable)
+    questions, labels = files
+    with pytest.raises(CommandError, match="cannot be used"):
+        call_command(
+            "validate_selector",
+            *("--questions", str(questions), "--labels", str(labels), "--splits", "1"),
+            *("--examples", "none"),
+            stdout=StringIO(),
+        )

@@ -122,6 +122,10 @@ class Command(BaseCommand):
                     except realq.RealQuestionsError as exc:
                         raise CommandError(str(exc)) from exc
                     with L.model_served(model):
+                        if L.trained_selector() is None:  # the hybrid would fall back
+                            raise CommandError(
+                                f"train_selector wrote {model}, which cannot be used."
+                            )
                         run = harness.inventory_run(client, inventories, selector="hybrid")
                     zero = ", ".join(f"{k}={v}" for k, v in run.must_be_zero.items() if v) or "0"
                     parts = []
