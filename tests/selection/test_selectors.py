@@ -29,6 +29,23 @@ def no_cards():
     return None
 
 
+def with_similar_questions(embedded_index, clause_id, questions):
+    """The synthetic clauses; ``clause_id`` has these similar questions, stored as ingested."""
+    import dataclasses
+
+    import numpy as np
+
+    from knowledge.embedding import default_embedder
+
+    vectors = np.asarray(default_embedder().encode(list(questions)), np.float32).tobytes()
+    return tuple(
+        dataclasses.replace(c, questions=tuple(questions), question_embeddings=vectors)
+        if c.clause_id == clause_id
+        else c
+        for c in embedded_index
+    )
+
+
 @pytest.fixture(scope="module")
 def outside_rows():
     from knowledge.embedding import default_embedder
@@ -236,7 +253,6 @@ def test_a_card_question_must_be_nearer_than_the_clauses_own_questions(directory
     """The "outside the wording" rule compares a card's question with a clause's
     similar questions too, not only with the clause text: a card is matched on
     its question, so a clause is matched on its customers' questions."""
-    import dataclasses
 
     import numpy as np
 
@@ -245,16 +261,7 @@ def test_a_card_question_must_be_nearer_than_the_clauses_own_questions(directory
     embedder = default_embedder()
     asked = "Can I cancel my car insurance in the cooling-off period and get a refund?"
     questions = (asked, "Do I get money back if I end my cover early?", "Can I stop my policy?")
-    clauses = tuple(
-        dataclasses.replace(
-            c,
-            questions=questions,
-            question_embeddings=np.asarray(embedder.encode(list(questions)), np.float32).tobytes(),
-        )
-        if c.clause_id == "SYN-GEN-02"
-        else c
-        for c in embedded_index
-    )
+    clauses = with_similar_questions(embedded_index, "SYN-GEN-02", questions)
     vector = np.asarray(embedder.encode([asked])[0], dtype=np.float32)
     other = np.asarray(embedder.encode(["What is your office address?"])[0], dtype=np.float32)
     near = vector + 0.4 * other
@@ -285,7 +292,6 @@ def test_a_paraphrase_of_a_similar_question_fits_whatever_the_classifier_says(
     the clause text -- unless the message shows a sign of being outside the
     wording. Here the classifier refuses everything, so only that rule can
     select a clause."""
-    import dataclasses
 
     import numpy as np
 
@@ -294,16 +300,7 @@ def test_a_paraphrase_of_a_similar_question_fits_whatever_the_classifier_says(
 
     embedder = default_embedder()
     questions = ("How do I cancel my car insurance?", "Do I get money back if I end my cover?")
-    clauses = tuple(
-        dataclasses.replace(
-            c,
-            questions=questions,
-            question_embeddings=np.asarray(embedder.encode(list(questions)), np.float32).tobytes(),
-        )
-        if c.clause_id == "SYN-GEN-02"
-        else c
-        for c in embedded_index
-    )
+    clauses = with_similar_questions(embedded_index, "SYN-GEN-02", questions)
     pairs = len(L.PAIR_FEATURES)
     coef = np.zeros(pairs)
     coef[L.PAIR_FEATURES.index("alias_cosine")] = 5.0
