@@ -13,7 +13,7 @@ requests queued.
 
 The test-half rows are blanked in the temporary labels, so neither training
 nor scoring ever reads them; the shipped ``trained.json`` is not touched.
-Summed over three splits the tune half is asked about 590 times; runs of the
+Summed over three splits the tune half is asked about 600 times; runs of the
 same tree agree exactly (everything is deterministic), and differences of a
 handful of questions are within what another salt moves.
 """
@@ -127,7 +127,9 @@ class Command(BaseCommand):
                                 f"train_selector wrote {model}, which cannot be used."
                             )
                         run = harness.inventory_run(client, inventories, selector="hybrid")
-                    zero = ", ".join(f"{k}={v}" for k, v in run.must_be_zero.items() if v) or "0"
+                    zero = (
+                        ", ".join(f"{name}={n}" for name, n in run.must_be_zero.items() if n) or "0"
+                    )
                     parts = []
                     for line, f in sorted(run.lines.items()):
                         counts = f["counts"]
@@ -151,9 +153,11 @@ class Command(BaseCommand):
                     )
         finally:
             measurement_records_delete()
-        r, nf = totals["returned"], totals["nothing_fits"]
+        r, nf, dq = totals["returned"], totals["nothing_fits"], totals["decision_queued"]
         lines = ", ".join(f"{line} {a}/{n}" for line, (a, n) in per_line.items() if n)
         self.stdout.write(
             f"Summed over {splits} split(s): returned {r[0]}/{r[1]} ({lines}); "
-            f"nothing fits {nf[0]}/{nf[1]}; right {r[0] + nf[0]} of {r[1] + nf[1]}"
+            f"nothing fits {nf[0]}/{nf[1]}; "
+            + (f"decision requests queued {dq[0]}/{dq[1]}; " if dq[1] else "")
+            + f"right {r[0] + nf[0] + dq[0]} of {r[1] + nf[1] + dq[1]}"
         )
