@@ -126,13 +126,16 @@ def test_a_served_model_is_used_only_for_the_duration(tmp_path):
         (("--splits", "0"), "--splits must be between 1 and 12"),
         (("--labels", "/nonexistent/labels.tsv"), "No labels file at"),
         (("--questions", "/nonexistent/q.tsv"), "No questions file at"),
+        (("--labels", "BAD"), "split 'middle' is not one of"),
     ],
 )
 def test_bad_arguments_are_clear_errors(files, args, message):
     questions, labels = files
+    bad = labels.with_name("bad.tsv")
+    bad.write_text(LABELS + "V-99\tmotor\tnone\tmiddle\n", encoding="utf-8")
     base = {"--questions": str(questions), "--labels": str(labels)}
     for flag, value in zip(args[::2], args[1::2], strict=True):
-        base[flag] = value
+        base[flag] = str(bad) if value == "BAD" else value
     with pytest.raises(CommandError, match=message):
         call_command("validate_selector", *[x for kv in base.items() for x in kv])
 

@@ -24,6 +24,7 @@ import csv
 import hashlib
 import io
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
@@ -33,7 +34,6 @@ from django.core.management.base import BaseCommand, CommandError
 from claims.agent.selection import learned as L
 from claims.evaluation import harness, realq
 from claims.evaluation.client import EndpointClient, measurement_client_ensure
-from claims.evaluation.inventory import LINES
 from claims.management.commands.evaluate import (
     REAL_LABELS_RELPATH,
     demo_ensure,
@@ -42,6 +42,11 @@ from claims.management.commands.evaluate import (
 )
 
 MAX_SPLITS = 12
+KINDS = (  # (count key, question-count key) of a run's per-line figures
+    ("returned", "questions"),
+    ("nothing_fits", "no_clause_questions"),
+    ("decision_queued", "decision_questions"),
+)
 
 
 def inner_labels(source: Path, salt: str) -> str:
@@ -55,9 +60,7 @@ def inner_labels(source: Path, salt: str) -> str:
     writer = csv.writer(out, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_NONE)
     writer.writerow(rows[0])
     for row in rows[1:]:
-        if len(row) <= col:
-            continue
-        row = list(row)
+        row = list(row) + [""] * (col + 1 - len(row))  # no split given: neither half
         if row[col] == "tune":
             digest = hashlib.sha256(f"{salt}{row[qid]}".encode()).hexdigest()
             row[col] = "tune" if int(digest, 16) % 2 == 0 else "test"
@@ -65,6 +68,33 @@ def inner_labels(source: Path, salt: str) -> str:
             row[col] = ""
         writer.writerow(row)
     return out.getvalue()
+
+
+@dataclass
+class Tally:
+    """Right / asked per kind and returned / asked per line, over one run or several."""
+
+    kinds: dict[str, list[int]] = field(default_factory=lambda: {k: [0, 0] for k, _ in KINDS})
+    lines: dict[str, list[int]] = field(default_factory=dict)
+
+    def add(self, run: harness.SelectorRun) -> None:
+        for line, figures in sorted(run.lines.items()):
+            for key, asked in KINDS:
+                self.kinds[key][0] += figures["counts"][key]
+                self.kinds[key][1] += figures.get(asked) or 0
+            if figures["questions"]:
+                got = self.lines.setdefault(line, [0, 0])
+                got[0] += figures["counts"]["returned"]
+                got[1] += figures["questions"]
+
+    def describe(self) -> str:
+        (r, rn), (nf, nn), (dq, dn) = (self.kinds[k] for k, _ in KINDS)
+        lines = ", ".join(f"{line} {a}/{n}" for line, (a, n) in self.lines.items())
+        return (
+            f"returned {r}/{rn} ({lines}); nothing fits {nf}/{nn}; "
+            + (f"decision requests queued {dq}/{dn}; " if dn else "")
+            + f"right {r + nf + dq} of {rn + nn + dn}"
+        )
 
 
 class Command(BaseCommand):
@@ -99,65 +129,45 @@ class Command(BaseCommand):
         for what, path in (("questions", questions), ("labels", labels_path)):
             if not path.is_file():
                 raise CommandError(f"No {what} file at {path}.")
+        try:
+            realq.labels_load(labels_path)  # a malformed row is reported before any training
+        except realq.RealQuestionsError as exc:
+            raise CommandError(str(exc)) from exc
         if demo_ensure(self.stdout):
             self.stdout.write("Loaded the demo data (it was missing).")
         client = EndpointClient(username=measurement_client_ensure())
-        totals = {"returned": [0, 0], "nothing_fits": [0, 0], "decision_queued": [0, 0]}
-        per_line: dict[str, list[int]] = {line: [0, 0] for line in LINES}
+        total = Tally()
         try:
             with tempfile.TemporaryDirectory(prefix="validate-selector-") as tmp:
                 for k in range(splits):
                     salt = f"{options['salt']}-{k}"
-                    labels = Path(tmp) / f"labels-{k}.tsv"
-                    labels.write_text(inner_labels(labels_path, salt), encoding="utf-8")
-                    model = Path(tmp) / f"trained-{k}.json"
-                    train = {"questions": str(questions), "labels": str(labels)}
-                    if options["examples"]:
-                        train["examples"] = options["examples"]
-                    call_command("train_selector", output=str(model), stdout=io.StringIO(), **train)
-                    try:
-                        inventories = realq.questions_load(
-                            questions, labels=realq.labels_load(labels), split="test"
-                        )
-                    except realq.RealQuestionsError as exc:
-                        raise CommandError(str(exc)) from exc
-                    with L.model_served(model):
-                        if L.trained_selector() is None:  # the hybrid would fall back
-                            raise CommandError(
-                                f"train_selector wrote {model}, which cannot be used."
-                            )
-                        run = harness.inventory_run(client, inventories, selector="hybrid")
-                    zero = (
-                        ", ".join(f"{name}={n}" for name, n in run.must_be_zero.items() if n) or "0"
-                    )
-                    parts = []
-                    for line, f in sorted(run.lines.items()):
-                        counts = f["counts"]
-                        if f["questions"]:
-                            parts.append(f"{line} {counts['returned']}/{f['questions']}")
-                        if line in per_line:
-                            per_line[line][0] += counts["returned"]
-                            per_line[line][1] += f["questions"]
-                        for key, n in (
-                            ("returned", f["questions"]),
-                            ("nothing_fits", f["no_clause_questions"]),
-                            ("decision_queued", f.get("decision_questions") or 0),
-                        ):
-                            totals[key][0] += counts[key]
-                            totals[key][1] += n
-                    nf = sum(f["counts"]["nothing_fits"] for f in run.lines.values())
-                    nn = sum(f["no_clause_questions"] for f in run.lines.values())
-                    self.stdout.write(
-                        f"split {salt}: returned {', '.join(parts)}; nothing fits {nf}/{nn}; "
-                        f"must be zero {zero}"
-                    )
+                    run = self._split_run(client, Path(tmp) / salt, questions, labels_path, options)
+                    one = Tally()
+                    one.add(run)
+                    total.add(run)
+                    zero = ", ".join(f"{name}={n}" for name, n in run.must_be_zero.items() if n)
+                    self.stdout.write(f"split {salt}: {one.describe()}; must be zero {zero or 0}")
         finally:
             measurement_records_delete()
-        r, nf, dq = totals["returned"], totals["nothing_fits"], totals["decision_queued"]
-        lines = ", ".join(f"{line} {a}/{n}" for line, (a, n) in per_line.items() if n)
-        self.stdout.write(
-            f"Summed over {splits} split(s): returned {r[0]}/{r[1]} ({lines}); "
-            f"nothing fits {nf[0]}/{nf[1]}; "
-            + (f"decision requests queued {dq[0]}/{dq[1]}; " if dq[1] else "")
-            + f"right {r[0] + nf[0] + dq[0]} of {r[1] + nf[1] + dq[1]}"
-        )
+        self.stdout.write(f"Summed over {splits} split(s): {total.describe()}")
+
+    def _split_run(self, client, folder, questions, labels_path, options):
+        """Train on the tune part of the split named ``folder.name``; ask its held-out part."""
+        folder.mkdir()
+        labels = folder / "labels.tsv"
+        labels.write_text(inner_labels(labels_path, folder.name), encoding="utf-8")
+        model = folder / "trained.json"
+        train = {"questions": str(questions), "labels": str(labels)}
+        if options["examples"]:
+            train["examples"] = options["examples"]
+        call_command("train_selector", output=str(model), stdout=io.StringIO(), **train)
+        try:
+            inventories = realq.questions_load(
+                questions, labels=realq.labels_load(labels), split="test"
+            )
+        except realq.RealQuestionsError as exc:
+            raise CommandError(str(exc)) from exc
+        with L.model_served(model):
+            if L.trained_selector() is None:  # the hybrid would fall back to its RRF rules
+                raise CommandError(f"train_selector wrote {model}, which cannot be used.")
+            return harness.inventory_run(client, inventories, selector="hybrid")
