@@ -181,7 +181,9 @@ def card_index_build(
     cards: list[tuple[IndexedCard, bytes | None]], *, number: str, embedder: Any | None
 ) -> CardIndex:
     """An index of ``cards`` with their stored rows (computed here where missing)."""
-    import bm25s
+    from claims.agent.selection.index import bm25s_module
+
+    bm25s = bm25s_module()
 
     rows: list[np.ndarray] = []
     owner: list[int] = []

@@ -87,8 +87,7 @@ def test_each_split_is_trained_apart_and_scored_through_the_endpoint(demo, files
     call_command(
         "validate_selector",
         *("--questions", str(questions), "--labels", str(labels), "--splits", "2"),
-        "--examples",
-        "none",
+        *("--examples", "none", "--misses"),
         stdout=out,
     )
     text = out.getvalue()
@@ -103,6 +102,12 @@ def test_each_split_is_trained_apart_and_scored_through_the_endpoint(demo, files
     summary = text.strip().splitlines()[-1]
     assert summary.startswith("Summed over 2 split(s): returned ")
     assert summary.endswith(f"of {held}")
+    # --misses: one line per wrong answer, by id; the question text stays in ../shared
+    right = int(summary.rsplit("right ", 1)[1].split(" of ")[0])
+    misses = [row for row in text.splitlines() if row.startswith("  miss inner-")]
+    assert len(misses) == held - right
+    assert all(row.split("\t")[1].startswith("V-") for row in misses)
+    assert not any(t in text for t in asked)
     assert hashlib.sha256(MODEL_PATH.read_bytes()).hexdigest() == shipped
     assert trained_selector() is not None and trained_selector().meta.get("split") == "tune"
 

@@ -60,6 +60,17 @@ def embedding_text(title: str, body: str) -> str:
     return f"{title}\n\n{body}"
 
 
+def bm25s_module():
+    """bm25s, imported lazily; it sets its own logger to DEBUG on import (an index build
+    per line of log), so its level is handed back to the project's logging settings."""
+    import logging
+
+    import bm25s
+
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    return bm25s
+
+
 @dataclass
 class VersionIndex:
     """Everything the selectors need about one version's directory clauses."""
@@ -108,7 +119,7 @@ class VersionIndex:
         """BM25 (bm25s) over title (x TITLE_WEIGHT) and body stems, and its vocabulary."""
         with self._lock:
             if self._keyword_index is None:
-                import bm25s
+                bm25s = bm25s_module()
 
                 corpus = [
                     T.stems(title) * TITLE_WEIGHT + T.stems(body)
@@ -160,7 +171,7 @@ class VersionIndex:
         """BM25 with one document per similar question (glossary-expanded stems)."""
         with self._lock:
             if self._alias_keyword_index is None:
-                import bm25s
+                bm25s = bm25s_module()
 
                 corpus: list[list[str]] = []
                 owners: list[int] = []

@@ -20,9 +20,11 @@ handful of questions are within what another salt moves.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
+import logging
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,6 +99,34 @@ class Tally:
         )
 
 
+def _miss_line(salt: str, miss: dict) -> str:
+    """One wrong answer, by id (the question text stays in ../shared)."""
+    return "\t".join(
+        [
+            f"  miss {salt}",
+            miss["question_id"],
+            miss["line"],
+            miss["kind"],
+            "expected=" + ",".join(miss["expected"]) if miss["expected"] else "expected=-",
+            "returned=" + (",".join(miss["returned"]) or "-"),
+            f"queued={miss['pending_reason'] or '-'}",
+        ]
+    )
+
+
+@contextlib.contextmanager
+def _quiet(verbosity: int):
+    """Every turn logs its tool calls at INFO; below -v 2 only warnings reach the terminal."""
+    root = logging.getLogger()
+    before = root.level
+    if verbosity < 2:
+        root.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        root.setLevel(before)
+
+
 class Command(BaseCommand):
     help = (
         "Train on part of the tune half and score the rest through the claim endpoint, "
@@ -119,6 +149,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--salt", default="inner", help="Salt of the splits (another salt, other splits)."
         )
+        parser.add_argument(
+            "--misses",
+            action="store_true",
+            help="Also print each wrong answer: id, line, kind, expected, returned, queue reason.",
+        )
 
     def handle(self, *args, **options):
         splits = options["splits"]
@@ -138,7 +173,10 @@ class Command(BaseCommand):
         client = EndpointClient(username=measurement_client_ensure())
         total = Tally()
         try:
-            with tempfile.TemporaryDirectory(prefix="validate-selector-") as tmp:
+            with (
+                _quiet(options["verbosity"]),
+                tempfile.TemporaryDirectory(prefix="validate-selector-") as tmp,
+            ):
                 for k in range(splits):
                     salt = f"{options['salt']}-{k}"
                     run = self._split_run(client, Path(tmp) / salt, questions, labels_path, options)
@@ -147,6 +185,9 @@ class Command(BaseCommand):
                     total.add(run)
                     zero = ", ".join(f"{name}={n}" for name, n in run.must_be_zero.items() if n)
                     self.stdout.write(f"split {salt}: {one.describe()}; must be zero {zero or 0}")
+                    if options["misses"]:
+                        for miss in run.misses:
+                            self.stdout.write(_miss_line(salt, miss))
         finally:
             measurement_records_delete()
         self.stdout.write(f"Summed over {splits} split(s): {total.describe()}")
