@@ -82,7 +82,8 @@ _DECISION_CONTEXT = re.compile(
     r"pay ?out|paid|valu\w+|written off|write[- ]?off|wrote off|totall?ed|assessor|adjuster|"
     r"excess|deductible|reduc\w+|cancel\w*|charg\w+|estimate|claim|decision|blam\w*|fault|"
     r"liab\w*|responsib\w*|quot\w*|pay(?:ing)? (?:me|us)|void\w*|lied|fraud\w*|arson|"
-    r"won'?t (?:pay|cover)|partly|partially|only (?:paid|covered))\b",
+    r"won'?t (?:pay|cover)|partly|partially|only (?:paid|covered)|total loss"
+    r"|(?:insurer|insurance company|adjuster|assessor|they|you) (?:says?|said|told|reckons?))\b",
     re.IGNORECASE,
 )
 # A specific past event of the customer's: dated, or told in the past tense.
@@ -197,6 +198,29 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
         r"figure|number)\b|\s*\?)",
         "context",
     ),
+    # "they turned my claim down, should I challenge it?"; "can I dispute that?": whether to
+    # contest a decision on their claim ("how do I dispute a decision?" is the process)
+    (
+        "contest",
+        r"\bshould (?:i|we) (?:\w+ )?(?:challenge|dispute|contest|fight|appeal|argue|push back)\b"
+        r"|\b(?:can|could) (?:i|we) (?:\w+ )?(?:challenge|dispute|contest|fight|appeal|argue"
+        r" (?:with|against))\b (?:it|this|that|them|(?:the|their|your|my|our) (?:\w+ ){0,2}"
+        r"(?:decision|denial|decline|offer|valuation|assessment|payout|settlement|estimate|"
+        r"claim))\b",
+        "context",
+    ),
+    # "is the adjuster lowballing me?"; "should I hold out for more than you offered?"
+    (
+        "offer_too_low",
+        rf"\b(?:is|are|was|were|has|have) {_SUBJ} (?:\w+ )?low-?ball\w*"
+        r"|\blow-?ball(?:ed|ing)? (?:me|us|my|our)\b"
+        r"|\bmore\b[^.?!]{0,25}\bthan (?:what )?(?:they|you|u|northwind|(?:the|my|our) (?:\w+ )?"
+        r"(?:adjuster|assessor|insurer|insurance company|insurance))(?:'ve| have| had)? "
+        r"(?:offered|valued|quoted|proposed|assessed|put)\b"
+        r"|\b(?:hold out|push|ask|argue|fight|negotiate|hold firm) for (?:a )?(?:more|higher|"
+        r"bigger)\b",
+        "any",
+    ),
     # "can they refuse to pay because I ...": a judgement on the customer's own circumstances
     (
         "refuse_because",
@@ -236,6 +260,7 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
         rf"|\b(?:is|are) {_SUBJ} (?:allowed|entitled|able|right) to {_OUTCOME_VERB}\b"
         rf"[^.?!]{{0,25}}\b(?:my|our) {_CLAIM_THING}"
         rf"|\b(?:did|does|do) {_SUBJ} have (?:the |a |any )?(?:right|grounds|reason|basis) to\b"
+        rf"|\b(?:is|are|was|were) {_SUBJ} (?:right|wrong|correct) to\b"
         rf"|\bwhy (?:did|was|were|has|have|would|is) (?:{_SUBJ}|my (?:\w+ )?claim|the claim|"
         rf"my (?:\w+ )?\w+)\b[^.?!]{{0,30}}\b(?:declin\w*|den(?:y|ied)|reject\w*|refus\w*|"
         rf"turned down|reduc\w*|total\w*|written off|wrote off|only pa\w+)",

@@ -22,6 +22,11 @@ from claims.agent.intents import asks_for_decision, decision_rule
             "They paid for the bonnet but not the grille. Shouldn't they pay for both?",
             "should_they",
         ),
+        ("My contents claim was turned down last week. Should I appeal?", "contest"),
+        ("You declined the claim for my bike. Could I challenge that decision?", "contest"),
+        ("Has the loss adjuster lowballed the value of our caravan?", "offer_too_low"),
+        ("Can I ask for more than what the assessor valued my boat at?", "offer_too_low"),
+        ("Is Northwind right to call it wear and tear?", "may_they"),
     ],
 )
 def test_a_judgement_on_ones_own_claim_names_its_rule(message, rule):
@@ -37,6 +42,10 @@ def test_a_judgement_on_ones_own_claim_names_its_rule(message, rule):
         "When do I have to pay the excess?",
         "Will you pay for the hire car if mine is off the road after a crash?",
         "Who do I talk to if I don't agree with the assessor?",
+        "How do I dispute a claim decision?",
+        "Can you appeal a declined claim?",
+        "Why do insurers lowball settlements?",
+        "Does a write-off pay more than market value?",
     ],
 )
 def test_a_general_question_is_not_a_decision_request(message):
