@@ -197,12 +197,19 @@ def _text_terms(text: str) -> frozenset[str]:
     )
 
 
+# A customer's name for us ("my insurance company"): it names no part of a clause, and its
+# "company" would otherwise match the finance company or the removal company in the wording.
+_INSURER_NAMED = re.compile(r"\binsurance (?:compan(?:y|ies)|providers?|co)\b", re.IGNORECASE)
+
+
 def terms(text: str, *, customer: bool = False) -> frozenset[str]:
     """Content stems of ``text``; a customer's text also gets the wording's words.
 
     The glossary is one-directional: a clause is read in its own words, a
     customer's message in theirs plus the wording's words for them.
     """
+    if customer:
+        text = _INSURER_NAMED.sub(" ", text)
     found = _text_terms(text)
     if customer:
         extra = glossary_terms(text)

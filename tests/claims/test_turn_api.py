@@ -574,3 +574,16 @@ def test_a_question_on_the_clause_just_cited_keeps_that_clause(api_client):
         "how many days do I get the hire car for and is there a max per day",
     )
     assert "MTR-BEN-03" in body["clauses"]["returned"], body["clauses"]
+
+
+def test_the_customers_name_for_us_does_not_pick_a_part(api_client):
+    # "insurance company" once met "a finance company named in your schedule" in MTR-COV-02;
+    # the question is when a car is a total loss.
+    body = say(
+        api_client,
+        start(api_client, "NW-MTR-204518"),
+        "What happens if the insurance company totals my car?",
+    )
+    assert "MTR-COV-02" in body["clauses"]["returned"]
+    assert "finance company" not in body["reply"]
+    assert "total loss (written off)" in body["reply"]
