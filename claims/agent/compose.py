@@ -218,6 +218,9 @@ def _schedule_statement(inputs: ComposeInputs, clause: FetchedClause) -> tuple[s
 _PROVISION = ("what we pay", "what we provide", "what we do", "we cover", "we pay")
 
 
+_STEP = re.compile(r"^\d+\.\s")
+
+
 def _general_parts(
     parts: list[Part],
     asked: set[str] | frozenset[str],
@@ -235,6 +238,15 @@ def _general_parts(
     def opening(part: Part) -> str:
         return (part.lead_in or part.text).lower()
 
+    if _STEP.match(parts[0].text):
+        # A list of steps ("1. Stop, help anyone injured..."): the first two, then the first
+        # later part that says by when (to tell us), else the next step.
+        chosen += [p for p in parts[1:2] if _STEP.match(p.text)]
+        by_when = next((p for p in parts[len(chosen) :] if p.has_duration), None)
+        nxt = by_when or next(iter(parts[len(chosen) :]), None)
+        if nxt is not None:
+            chosen.append(nxt)
+        return chosen
     provision = next((p for p in parts[1:] if opening(p).startswith(_PROVISION)), None)
     if provision is not None:
         chosen.append(provision)

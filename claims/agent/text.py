@@ -200,6 +200,12 @@ def _text_terms(text: str) -> frozenset[str]:
 # A customer's name for us ("my insurance company"): it names no part of a clause, and its
 # "company" would otherwise match the finance company or the removal company in the wording.
 _INSURER_NAMED = re.compile(r"\binsurance (?:compan(?:y|ies)|providers?|co)\b", re.IGNORECASE)
+# "How do claims work?" asks how, not about work (the wording's "emergency work", "building
+# work"): the verb is dropped when a "how" question ends on it.
+_HOW_IT_WORKS = re.compile(
+    r"\b(how (?:do|does|will|would|is|are)\b[^.?!,]{0,60}?)\bwork(?:s|ing)?(?=\s*(?:[.?!]|$))",
+    re.IGNORECASE,
+)
 
 
 def terms(text: str, *, customer: bool = False) -> frozenset[str]:
@@ -209,7 +215,7 @@ def terms(text: str, *, customer: bool = False) -> frozenset[str]:
     customer's message in theirs plus the wording's words for them.
     """
     if customer:
-        text = _INSURER_NAMED.sub(" ", text)
+        text = _HOW_IT_WORKS.sub(r"\1", _INSURER_NAMED.sub(" ", text))
     found = _text_terms(text)
     if customer:
         extra = glossary_terms(text)

@@ -587,3 +587,14 @@ def test_the_customers_name_for_us_does_not_pick_a_part(api_client):
     assert "MTR-COV-02" in body["clauses"]["returned"]
     assert "finance company" not in body["reply"]
     assert "total loss (written off)" in body["reply"]
+
+
+def test_how_claims_work_quotes_the_first_steps_and_when_to_tell_us(api_client):
+    # "work" once matched "emergency work" in MTR-CLM-01, and the reply quoted only
+    # "Do not start repairs before we agree"; a general question gets the steps.
+    body = say(api_client, start(api_client, "NW-MTR-204518"), "How do auto insurance claims work?")
+    assert body["clauses"]["returned"][0] == "MTR-CLM-01"
+    reply = body["reply"]
+    assert "1. Stop, help anyone injured" in reply and "2. Report the accident" in reply
+    assert "within 30 days" in reply
+    assert "emergency work" not in reply
