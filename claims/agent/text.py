@@ -102,6 +102,8 @@ GLOSSARY: dict[str, str] = {
     r"nicked|pinched|swiped|knicked|ripped off": "stolen theft",
     r"burgl(?:ed|ary|ar|ars|arized)|broken into|break[- ]?in|broke into": "burglary theft break-in",
     r"keyed|tagged|graffiti": "vandalism malicious damage",
+    r"riots?|rioters|civil unrest|looting|looted": "vandalism malicious damage",
+    r"arson|arsonist|torched|set (?:on )?fire|burnt out|burned out": "fire",
     r"fender[- ]bender|prang(?:ed)?|rear[- ]ended|smash(?:ed)? into|crash(?:ed)?|wreck": (
         "accident collision"
     ),
@@ -120,6 +122,10 @@ GLOSSARY: dict[str, str] = {
     # vehicles and driving
     r"windshield": "windscreen",
     r"rental|loan car|loaner|courtesy car|rent a car": "hire car alternative transport",
+    r"u-?haul": "hire moving van truck",
+    r"bodily injury|bodily injuries": "injury to other people third party liability",
+    r"physical damage": "accidental damage",
+    r"girlfriend|boyfriend|fianc[eé]e?|spouse|wife|husband|de facto": "family members",
     r"tow truck|towed": "towing",
     r"panel ?beaters?|mechanics?|body shop|auto shop": "repairer repairs",
     r"wof|warrant of fitness|rego|registration": "roadworthy registered warrant of fitness",

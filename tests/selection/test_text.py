@@ -37,3 +37,29 @@ def test_baseline_terms_follow_the_seed_example():
     message = "Will my policy pay for a rental car while mine is repaired?"
     assert baseline_terms(message) == ["will", "pay", "rental", "mine", "repaired"]
     assert baseline_terms("Is my car covered?") == ["covered"]
+
+
+@pytest.mark.parametrize(
+    ("message", "wording_words"),
+    [
+        ("Does car insurance cover arson?", {"fire"}),
+        ("Is riot damage to my house covered?", {"vandal", "malici"}),
+        ("What does bodily injury cover pay for?", {"injuri", "third", "liabil"}),
+        ("Is my girlfriend covered to drive my car?", {"famili", "member"}),
+        ("Am I covered driving a U-Haul?", {"hire", "van", "truck"}),
+    ],
+)
+def test_us_and_everyday_terms_get_the_wordings_words(message, wording_words):
+    from claims.agent import text as T
+
+    assert wording_words <= T.terms(message, customer=True)
+    assert not wording_words <= T.terms(message)  # the wording is read in its own words
+
+
+def test_a_customers_name_for_us_and_how_it_works_are_not_content():
+    from claims.agent import text as T
+
+    assert "compani" not in T.terms("Can my insurance company total my car?", customer=True)
+    assert "compani" in T.terms("Is the removal company's damage covered?", customer=True)
+    assert "work" not in T.terms("How do claims work?", customer=True)
+    assert "work" in T.terms("Is building work covered?", customer=True)
