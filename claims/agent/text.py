@@ -126,6 +126,7 @@ GLOSSARY: dict[str, str] = {
     r"bodily injury|bodily injuries": "injury to other people third party liability",
     r"physical damage": "accidental damage",
     r"girlfriend|boyfriend|fianc[eé]e?|spouse|wife|husband|de facto": "family members",
+    r"sons?|daughters?|kids?|teens?|teenagers?|child|children": "family members",
     r"tow truck|towed": "towing",
     r"panel ?beaters?|mechanics?|body shop|auto shop": "repairer repairs",
     r"wof|warrant of fitness|rego|registration": "roadworthy registered warrant of fitness",

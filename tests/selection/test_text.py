@@ -46,6 +46,7 @@ def test_baseline_terms_follow_the_seed_example():
         ("Is riot damage to my house covered?", {"vandal", "malici"}),
         ("What does bodily injury cover pay for?", {"injuri", "third", "liabil"}),
         ("Is my girlfriend covered to drive my car?", {"famili", "member"}),
+        ("Does my car insurance cover my son?", {"famili", "member"}),
         ("Am I covered driving a U-Haul?", {"hire", "van", "truck"}),
     ],
 )
