@@ -170,7 +170,7 @@ GLOSSARY: dict[str, str] = {
     ),
     r"refrigerators?|groceries": "fridge freezer food",
     r"movers|moving (?:company|truck|van)|relocat(?:e|ed|ing|ion)": "moving house removal",
-    r"furnace|boiler|hvac|heating system|air condition(?:er|ing)|water heater": (
+    r"furnace|boiler|hvac|heating system|air condition(?:er|ing)|central air|water heater": (
         "appliance breakdown heat pump hot-water cylinder"
     ),
 }

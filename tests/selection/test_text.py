@@ -48,6 +48,7 @@ def test_baseline_terms_follow_the_seed_example():
         ("Is my girlfriend covered to drive my car?", {"famili", "member"}),
         ("Does my car insurance cover my son?", {"famili", "member"}),
         ("Am I covered driving a U-Haul?", {"hire", "van", "truck"}),
+        ("Is central air covered by home insurance?", {"applianc", "breakdown"}),
     ],
 )
 def test_us_and_everyday_terms_get_the_wordings_words(message, wording_words):
