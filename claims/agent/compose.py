@@ -293,6 +293,18 @@ def _excludes_what_was_asked(matching: list[Part], known: frozenset[str]) -> boo
     return hits >= positive and 2 * hits >= len(known)
 
 
+_COVER_KINDS = frozenset({"cover", "benefit"})
+_ASKS_COVER = re.compile(
+    r"\b(?:covered|covers?|coverage|insured|pay(?:s)? (?:for|out)|paid for|claim for)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_about_cover(text: str) -> bool:
+    """Whether a question asks if something is covered or paid for."""
+    return bool(_ASKS_COVER.search(text))
+
+
 def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
     """Sentences answering from the returned clauses, and the ids they cite.
 
@@ -312,13 +324,22 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
     lines: list[str] = []
     cited: list[str] = []
     answered: set[str] = set()  # what the clauses already quoted speak about
+    asks_cover = asks_about_cover(message)
+    quoted_kinds: set[str] = set()
     for index, clause in enumerate(inputs.fetch.returned):
         parts = _parts(clause)
         if not parts:
             continue
         own = T.terms(f"{clause.title} {clause.text}")
-        if index > 0 and not ((asked - _GENERIC - answered) & own):
+        # "Is my car covered if it is stolen?" asks whether it is covered: the first cover
+        # clause returned is quoted even when another clause (how to report a theft)
+        # already named what was asked about.
+        cover_owed = (
+            asks_cover and clause.kind in _COVER_KINDS and not (quoted_kinds & _COVER_KINDS)
+        )
+        if index > 0 and not ((asked - _GENERIC - answered) & own) and not cover_owed:
             continue  # a further clause that adds nothing to what was asked
+        quoted_kinds.add(clause.kind)
         title_terms = T.terms(clause.title)
         specific = asked - title_terms - _GENERIC - answered
         # An exclusion is matched only on what the customer asks about, and
@@ -485,10 +506,20 @@ def reply_compose(inputs: ComposeInputs) -> Draft:
         limitations.append("No clause of the wording answers this question.")
     else:
         card_lines, cited_cards = _answer_from_cards(inputs)
-        lines.extend(card_lines)
+        answer_lines: list[str] = []
         if inputs.fetch is not None and inputs.fetch.returned:
             answer_lines, cited = _answer_from_clauses(inputs)
-            lines.extend(answer_lines)
+        # A card answers its own question first, unless the customer asks whether something
+        # is covered and no card's question does ("Do I need a Police report for a stolen
+        # car?" beside "Is my car covered if it is stolen?"): then the wording comes first.
+        if (
+            answer_lines
+            and asks_about_cover(inputs.message)
+            and not any(asks_about_cover(" ".join([c.question, *c.aliases])) for c in inputs.cards)
+        ):
+            lines.extend(answer_lines + card_lines)
+        else:
+            lines.extend(card_lines + answer_lines)
         lines.extend(_schedule_fact_lines(inputs))
 
     if schedule is not None and schedule.status != "active":
