@@ -53,11 +53,21 @@ class Label:
     split: str = ""
 
 
+def _unquoted(value: str | None) -> str:
+    """A field as written, or, if a tool wrapped it in double quotes CSV-style
+    (``"Does it cover a ""burst"" pipe?"``), what is inside them."""
+    value = (value or "").strip()
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        value = value[1:-1].replace('""', '"').strip()
+    return value
+
+
 def _rows(path: Path, required: tuple[str, ...], what: str) -> list[tuple[int, dict]]:
     if not path.is_file():
         raise RealQuestionsError(f"No such {what} file: {path}")
     try:
-        text = path.read_text(encoding="utf-8")
+        # utf-8-sig: a file saved by a spreadsheet starts with a byte-order mark
+        text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise RealQuestionsError(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from exc
     reader = csv.DictReader(text.splitlines(), delimiter="\t", quoting=csv.QUOTE_NONE)
@@ -70,7 +80,7 @@ def _rows(path: Path, required: tuple[str, ...], what: str) -> list[tuple[int, d
         )
     out = []
     for number, row in enumerate(reader, start=2):
-        row = {(k or "").strip(): (v or "").strip() for k, v in row.items() if k is not None}
+        row = {(k or "").strip(): _unquoted(v) for k, v in row.items() if k is not None}
         if not any(row.values()):
             continue
         out.append((number, row))

@@ -145,3 +145,28 @@ def test_split_needs_labels(demo, files):
 def test_bench_concurrent_refuses_an_unknown_selector(demo):
     with pytest.raises(CommandError, match="Unknown selector"):
         call_command("bench_turns", "--concurrent", "--selector", "hybrid,nope", stdout=StringIO())
+
+
+def test_a_file_saved_by_a_spreadsheet_reads_the_same(tmp_path):
+    """A byte-order mark, Windows line ends, a blank line and a CSV-quoted field."""
+    from claims.evaluation import realq
+
+    plain = tmp_path / "plain.tsv"
+    plain.write_text(
+        'id\tline\tquestion\nS-1\tmotor\tIs a "courtesy" car covered?\nS-2\thome\tFlood?\n',
+        encoding="utf-8",
+    )
+    saved = tmp_path / "saved.tsv"
+    saved.write_bytes(
+        b"\xef\xbb\xbfid\tline\tquestion\r\n"
+        b'S-1\tmotor\t"Is a ""courtesy"" car covered?"\r\n\r\nS-2\thome\tFlood?\r\n'
+    )
+    labels = tmp_path / "labels.tsv"
+    labels.write_bytes(b"\xef\xbb\xbfid\texpected\r\nS-1\tMTR-BEN-03\r\nS-2\tHOM-COV-05\r\n")
+
+    def asked(path):
+        loaded = realq.questions_load(path, labels=realq.labels_load(labels))
+        return [(inv.line, q.id, q.text, q.expected) for inv in loaded for q in inv.questions]
+
+    assert asked(saved) == asked(plain)
+    assert ("motor", "S-1", 'Is a "courtesy" car covered?', ("MTR-BEN-03",)) in asked(saved)

@@ -53,7 +53,7 @@ KINDS = (  # (count key, question-count key) of a run's per-line figures
 
 def inner_labels(source: Path, salt: str) -> str:
     """The labels TSV with its tune rows split in two by ``salt`` and its test rows blanked."""
-    text = source.read_text(encoding="utf-8")
+    text = source.read_text(encoding="utf-8-sig")
     rows = list(csv.reader(text.splitlines(), delimiter="\t", quoting=csv.QUOTE_NONE))
     if not rows or "split" not in rows[0] or "id" not in rows[0]:
         raise CommandError(f"{source}: a labels TSV with the columns id, …, split is needed.")
