@@ -247,7 +247,17 @@ def _general_parts(
         if nxt is not None:
             chosen.append(nxt)
         return chosen
-    provision = next((p for p in parts[1:] if opening(p).startswith(_PROVISION)), None)
+    # What the clause provides, said apart from the first part: not another bullet of the
+    # same "We cover ... This includes:" list (a theft question is not answered with fire).
+    provision = next(
+        (
+            p
+            for p in parts[1:]
+            if opening(p).startswith(_PROVISION)
+            and not (p.lead_in and p.lead_in == parts[0].lead_in)
+        ),
+        None,
+    )
     if provision is not None:
         chosen.append(provision)
     limit = next(
@@ -342,6 +352,9 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
         quoted_kinds.add(clause.kind)
         title_terms = T.terms(clause.title)
         specific = asked - title_terms - _GENERIC - answered
+        if cover_owed and index > 0:
+            # quoted for whether it covers what was asked: the part that names it
+            specific = asked - _GENERIC - _COMMON
         # An exclusion is matched only on what the customer asks about, and
         # not on a word every clause of the line uses ("damage", "car"): a
         # card mentioned in passing does not make the gift-cards line the

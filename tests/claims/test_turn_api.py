@@ -610,3 +610,15 @@ def test_is_my_car_covered_if_stolen_quotes_the_cover_before_the_police_report_c
     assert not reply.startswith("Yes")
     assert reply.index("MTR-COV-01") < reply.index("report it to the Police")
     assert any(c.get("clause_id") == "MTR-COV-01" for c in body["citations"])
+
+
+def test_a_general_cover_question_is_not_answered_with_another_bullet_of_the_list(api_client):
+    # CNT-COV-01's "This includes:" list: theft is what was asked, fire is not.
+    body = say(
+        api_client,
+        start(api_client, "NW-CNT-410815"),
+        "Does renters insurance cover stolen jewelry?",
+    )
+    assert "CNT-COV-01" in body["clauses"]["returned"]
+    assert "theft and burglary" in body["reply"]
+    assert "fire, smoke, lightning" not in body["reply"]
