@@ -281,6 +281,12 @@ def _general_parts(
     for term in sorted(title_asked - quoted):
         naming = next((p for p in parts if term in p.terms and p not in chosen), None)
         if naming is not None:
+            if naming.lead_in and naming.lead_in == chosen[0].lead_in:
+                # another bullet of the first part's list: it takes the first's place
+                # ("fire?" is answered with the fire bullet, not the theft one)
+                chosen = [naming, *chosen[1:]]
+                quoted = set().union(*(p.terms for p in chosen))
+                continue
             chosen = [*chosen[:2], naming] if len(chosen) == 3 else [*chosen, naming]
             quoted |= naming.terms
     return chosen
@@ -351,7 +357,7 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
             continue  # a further clause that adds nothing to what was asked
         quoted_kinds.add(clause.kind)
         title_terms = T.terms(clause.title)
-        specific = asked - title_terms - _GENERIC - answered
+        specific = asked - title_terms - _GENERIC - _COMMON - answered
         if cover_owed and index > 0:
             # quoted for whether it covers what was asked: the part that names it
             specific = asked - _GENERIC - _COMMON

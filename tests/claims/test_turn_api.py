@@ -622,3 +622,12 @@ def test_a_general_cover_question_is_not_answered_with_another_bullet_of_the_lis
     assert "CNT-COV-01" in body["clauses"]["returned"]
     assert "theft and burglary" in body["reply"]
     assert "fire, smoke, lightning" not in body["reply"]
+
+
+def test_a_title_word_asked_about_is_answered_with_its_own_bullet(api_client):
+    # "fire" is in CNT-COV-01's title; the reply once quoted the list's first bullet (theft),
+    # matched on "contents", a word every part of the line uses.
+    body = say(api_client, start(api_client, "NW-CNT-410815"), "Will renters insurance cover fire?")
+    assert body["clauses"]["returned"][0] == "CNT-COV-01"
+    assert "fire, smoke, lightning and explosion" in body["reply"]
+    assert "theft and burglary" not in body["reply"]
