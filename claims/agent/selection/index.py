@@ -60,7 +60,7 @@ def embedding_text(title: str, body: str) -> str:
     return f"{title}\n\n{body}"
 
 
-def bm25s_module():
+def bm25s_module() -> Any:
     """bm25s, imported lazily; it sets its own logger to DEBUG on import (an index build
     per line of log), so its level is handed back to the project's logging settings."""
     import logging
