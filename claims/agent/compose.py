@@ -226,8 +226,13 @@ def _general_parts(
     asked: set[str] | frozenset[str],
     wants_time: bool,
     title_asked: frozenset[str] = frozenset(),
+    title_meant: frozenset[str] = frozenset(),
 ) -> list[Part]:
     """What a clause provides: its trigger, what it gives, and its limit.
+
+    ``title_asked``: title words the customer used; ``title_meant``: title words the
+    glossary gave for theirs ("break-in" -> theft), which only choose among the bullets of
+    the first part's list, when that part names nothing the customer said.
 
     A limit is quoted when the clause states one ("Limit: ...") or when an
     amount speaks to what was asked; an amount about something else (the tree
@@ -289,6 +294,19 @@ def _general_parts(
                 continue
             chosen = [*chosen[:2], naming] if len(chosen) == 3 else [*chosen, naming]
             quoted |= naming.terms
+    if not (chosen[0].terms & title_asked):
+        for term in sorted(title_meant - quoted):
+            naming = next(
+                (
+                    p
+                    for p in parts
+                    if term in p.terms and p.lead_in and p.lead_in == chosen[0].lead_in
+                ),
+                None,
+            )
+            if naming is not None and naming not in chosen:
+                chosen = [naming, *chosen[1:]]
+                break
     return chosen
 
 
@@ -387,7 +405,12 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
             ]
         # the customer's own words only: the glossary's additions name no part
         title_asked = frozenset(said & title_terms - _GENERIC - _COMMON)
-        chosen = matching[:2] if matching else _general_parts(parts, asked, wants_time, title_asked)
+        title_meant = frozenset(asked & title_terms - _GENERIC - _COMMON) - title_asked
+        chosen = (
+            matching[:2]
+            if matching
+            else _general_parts(parts, asked, wants_time, title_asked, title_meant)
+        )
         if matching and wants_money:
             chosen += [p for p in parts if p.has_amount and p not in chosen][:1]
         schedule_line, applies = _schedule_statement(inputs, clause)

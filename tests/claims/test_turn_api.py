@@ -618,6 +618,14 @@ def test_is_my_car_covered_if_stolen_quotes_the_cover_before_the_police_report_c
             "theft and burglary",
             "fire, smoke, lightning",
         ),
+        # "break-in" is the glossary's theft: the theft bullet, not the first (collision)
+        (
+            "NW-MTR-204518",
+            "Does my car insurance cover a break in?",
+            "MTR-COV-01",
+            "theft or attempted theft",
+            "a collision or rollover",
+        ),
         # "fire" is a title word; every bullet once matched on "contents" and theft won
         (
             "NW-CNT-410815",
