@@ -329,7 +329,7 @@ def _excludes_what_was_asked(matching: list[Part], known: frozenset[str]) -> boo
 
 _COVER_KINDS = frozenset({"cover", "benefit"})
 _ASKS_COVER = re.compile(
-    r"\b(?:covered|covers?|coverage|insured|pay(?:s)? (?:for|out)|paid for|claim for)\b",
+    r"\b(?:covered|covers?|coverage|insured|pay(?:s)? (?:for|out)|paid for|claim (?:for|an?))\b",
     re.IGNORECASE,
 )
 
@@ -346,7 +346,8 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
     petrol?") is answered with the parts that name it; a general question
     ("will my policy pay for a rental car?") with what the clause provides,
     its limit and when it starts. A further clause is quoted only when it
-    speaks to what was named, and only what is quoted is cited.
+    speaks to what was named (any of the three returned: the cover clause a
+    question asks about often comes third), and only what is quoted is cited.
     """
     assert inputs.fetch is not None
     message = inputs.message
@@ -430,8 +431,6 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
         if applies and schedule_line:
             lines.append(schedule_line)
         cited.append(clause.clause_id)
-        if len(cited) == 2:
-            break
     return lines, cited
 
 

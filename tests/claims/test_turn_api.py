@@ -643,3 +643,19 @@ def test_the_part_quoted_is_the_one_that_speaks_to_the_question(
     assert clause in body["clauses"]["returned"]
     assert quoted in body["reply"]
     assert not_quoted not in body["reply"]
+
+
+@pytest.mark.parametrize(
+    ("policy", "message", "clause"),
+    [
+        # the cover clause came third and the reply stopped after two clauses
+        ("NW-MTR-204518", "If I scratch my car will the insurance cover the repair?", "MTR-COV-01"),
+        # "can you claim a ..." asks about cover as "claim for" does
+        ("NW-CNT-410815", "Can you claim a broken TV on renters insurance?", "CNT-COV-01"),
+    ],
+)
+def test_a_cover_question_quotes_the_returned_cover_clause(api_client, policy, message, clause):
+    body = say(api_client, start(api_client, policy), message)
+    assert clause in body["clauses"]["returned"], body["clauses"]
+    assert any(c.get("clause_id") == clause for c in body["citations"]), body["citations"]
+    assert f"{clause} (" in body["reply"]
