@@ -358,7 +358,7 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
     wants_time = bool(asked & _TIME_WORDS) and not wants_money
     lines: list[str] = []
     cited: list[str] = []
-    answered: set[str] = set()  # what the clauses already quoted speak about
+    answered: set[str] = set()  # what the reply has quoted so far: parts quoted, their titles
     asks_cover = asks_about_cover(message)
     quoted_kinds: set[str] = set()
     for index, clause in enumerate(inputs.fetch.returned):
@@ -385,7 +385,6 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
         # card mentioned in passing does not make the gift-cards line the
         # answer to a car-theft question.
         excluding = (specific & focus) - _COMMON
-        answered |= own
 
         def score(
             part: Part, specific: frozenset[str] = specific, excluding: frozenset[str] = excluding
@@ -428,6 +427,8 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
         for part in chosen[:3]:
             quoted = f"{part.lead_in} {part.text}" if part.lead_in else part.text
             lines.append(f"- {_quote(quoted)}")
+            answered |= part.terms
+        answered |= title_terms
         if applies and schedule_line:
             lines.append(schedule_line)
         cited.append(clause.clause_id)

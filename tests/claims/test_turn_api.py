@@ -652,6 +652,9 @@ def test_the_part_quoted_is_the_one_that_speaks_to_the_question(
         ("NW-MTR-204518", "If I scratch my car will the insurance cover the repair?", "MTR-COV-01"),
         # "can you claim a ..." asks about cover as "claim for" does
         ("NW-CNT-410815", "Can you claim a broken TV on renters insurance?", "CNT-COV-01"),
+        # the earthquake clause came first, and its unquoted words ("storm") once counted as
+        # answered: the storm cover was never quoted
+        ("NW-CNT-410815", "Is hurricane damage to my belongings covered?", "CNT-COV-01"),
     ],
 )
 def test_a_cover_question_quotes_the_returned_cover_clause(api_client, policy, message, clause):
