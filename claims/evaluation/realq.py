@@ -7,13 +7,15 @@ the repository holds ids and expected clause ids only.
 
 Questions: tab-separated, one header line naming at least ``id``, ``line`` and
 ``question`` (other columns, such as ``domain``, are ignored). ``line`` is
-``motor``, ``home``, ``contents`` or ``offtopic``.
+``motor``, ``home``, ``contents`` or ``offtopic`` (any case; ``auto`` / ``car``,
+``homeowners`` / ``house``, ``renters`` and ``off-topic`` / ``other`` are read as those).
 
 Labels: tab-separated, one header line naming ``id`` and ``expected`` (and
 optionally ``line``, the line whose policy the question is asked on, and
 ``split``, ``tune`` or ``test``). ``expected`` is one of:
 
-* space-separated clause ids, any of which answers the question;
+* clause ids, any of which answers the question, separated by spaces, commas,
+  semicolons or ``|`` (any case: ``mtr-cov-01`` is ``MTR-COV-01``);
 * ``none``: no clause answers it; nothing may be cited, and it is queued;
 * ``decision``: it asks for a decision on one claim; queued as ``needs_decision``;
 * ``decision:<clause id>``: the same, and the clause says something about it.
@@ -38,6 +40,27 @@ OFFTOPIC = "offtopic"
 QUESTION_LINES = (*LINE_POLICIES, OFFTOPIC)
 SPLITS = ("tune", "test")
 _CLAUSE_ID = re.compile(r"^[A-Z]{3}-[A-Z]{2,3}-\d{2}$")
+_ID_SEPARATORS = re.compile(r"[\s,;|]+")
+# How another labelling tool may name a line.
+_LINE_NAMES = {
+    "auto": "motor",
+    "car": "motor",
+    "homeowners": "home",
+    "house": "home",
+    "renters": "contents",
+    "off-topic": OFFTOPIC,
+    "off_topic": OFFTOPIC,
+    "other": OFFTOPIC,
+}
+
+
+def _line(value: str) -> str:
+    value = value.strip().lower()
+    return _LINE_NAMES.get(value, value)
+
+
+def _ids(value: str) -> tuple[str, ...]:
+    return tuple(i.upper() for i in _ID_SEPARATORS.split(value.strip()) if i)
 
 
 class RealQuestionsError(ValueError):
@@ -100,16 +123,17 @@ def labels_load(path: Path) -> dict[str, Label]:
         split = row.get("split", "")
         if split and split not in SPLITS:
             raise RealQuestionsError(f"{where}: split {split!r} is not one of {', '.join(SPLITS)}")
-        line = row.get("line", "")
+        line = _line(row.get("line", ""))
         if line and line not in QUESTION_LINES:
             raise RealQuestionsError(f"{where}: line {line!r} is not one of {QUESTION_LINES}")
-        if raw == "none":
+        keyword = raw.lower()
+        if keyword == "none":
             kind, expected = "none", ()
-        elif raw == "decision" or raw.startswith("decision:"):
+        elif keyword == "decision" or keyword.startswith("decision:"):
             kind = "decision"
-            expected = tuple(raw.split(":", 1)[1].split()) if ":" in raw else ()
+            expected = _ids(raw.split(":", 1)[1]) if ":" in raw else ()
         else:
-            kind, expected = "clauses", tuple(raw.split())
+            kind, expected = "clauses", _ids(raw)
         bad = [e for e in expected if not _CLAUSE_ID.match(e)]
         if bad or (kind == "clauses" and not expected):
             raise RealQuestionsError(
@@ -141,7 +165,7 @@ def questions_load(
     seen: set[str] = set()
     rotation = 0
     for number, row in _rows(path, ("id", "line", "question"), "questions"):
-        qid, line, text = row["id"], row["line"], row["question"]
+        qid, line, text = row["id"], _line(row["line"]), row["question"]
         where = f"{path}: line {number}"
         if not qid or not text:
             raise RealQuestionsError(f"{where}: a question needs an id and a text")

@@ -170,3 +170,32 @@ def test_a_file_saved_by_a_spreadsheet_reads_the_same(tmp_path):
 
     assert asked(saved) == asked(plain)
     assert ("motor", "S-1", 'Is a "courtesy" car covered?', ("MTR-BEN-03",)) in asked(saved)
+
+
+def test_labels_written_by_another_tool_read_the_same(tmp_path):
+    """Ids in any case and separated by commas or bars; keywords and lines in any case."""
+    from claims.evaluation import realq
+
+    questions = tmp_path / "q.tsv"
+    questions.write_text(
+        "id\tline\tquestion\nT-1\tAuto\tIs my car covered if stolen?\n"
+        "T-2\tRenters\tIs my bike covered?\nT-3\tOther\tWhat is term life?\n"
+        "T-4\tmotor\tWas the decline fair?\n",
+        encoding="utf-8",
+    )
+    labels = tmp_path / "l.tsv"
+    labels.write_text(
+        "id\texpected\tline\nT-1\tmtr-cov-01, MTR-COV-02\tauto\nT-2\tCNT-COV-01|CNT-COV-02\t\n"
+        "T-3\tNone\t\nT-4\tDecision:mtr-clm-01\t\n",
+        encoding="utf-8",
+    )
+    loaded = realq.questions_load(questions, labels=realq.labels_load(labels))
+    asked = {q.id: (inv.line, q.coverage, q.expected) for inv in loaded for q in inv.questions}
+    assert asked["T-1"] == ("motor", "clause", ("MTR-COV-01", "MTR-COV-02"))
+    assert asked["T-2"] == ("contents", "clause", ("CNT-COV-01", "CNT-COV-02"))
+    assert asked["T-3"][1:] == ("no_clause", ())
+    assert asked["T-4"] == ("motor", "decision", ("MTR-CLM-01",))
+    # what is not a clause id is still refused, with the line
+    labels.write_text("id\texpected\nT-1\tMTR-COV-01, the cover clause\n", encoding="utf-8")
+    with pytest.raises(realq.RealQuestionsError, match="line 2"):
+        realq.labels_load(labels)
