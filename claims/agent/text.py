@@ -109,6 +109,11 @@ GLOSSARY: dict[str, str] = {
     ),
     r"wrecked|trashed": "damaged",
     r"hit[- ]and[- ]run": "accident collision other driver",
+    # someone else's car or things: the wording's "other people's ... (third party)"
+    r"(?:the )?other (?:driver|guy|person|party|car|vehicle)'?s?|someone else'?s|"
+    r"(?:his|her|their) (?:car|ute|van|truck|vehicle|fence|wall|house|property)": (
+        "other people's cars property third party"
+    ),
     r"deer|moose|elk|kangaroos?|possums?": "animal accident collision",
     r"stopped working|broke down|broken down|packed up|conked out|died|not working": (
         "breakdown mechanical breakdown"

@@ -662,3 +662,17 @@ def test_a_cover_question_quotes_the_returned_cover_clause(api_client, policy, m
     assert clause in body["clauses"]["returned"], body["clauses"]
     assert any(c.get("clause_id") == clause for c in body["citations"]), body["citations"]
     assert f"{clause} (" in body["reply"]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Does my insurance cover the other driver's car?",
+        "I backed into his ute, who pays to fix it?",
+    ],
+)
+def test_someone_elses_car_leads_with_third_party_cover(api_client, message):
+    # "the other driver's car" once led with the clause on telling us about other drivers
+    body = say(api_client, start(api_client, "NW-MTR-204518"), message)
+    assert body["clauses"]["returned"][:1] == ["MTR-COV-03"], body["clauses"]
+    assert body["citations"][0]["clause_id"] == "MTR-COV-03"

@@ -49,6 +49,8 @@ def test_baseline_terms_follow_the_seed_example():
         ("Does my car insurance cover my son?", {"famili", "member"}),
         ("Am I covered driving a U-Haul?", {"hire", "van", "truck"}),
         ("Is central air covered by home insurance?", {"applianc", "breakdown"}),
+        ("Will you pay for the other driver's car?", {"third", "parti"}),
+        ("I backed into his ute, who fixes it?", {"third", "parti"}),
     ],
 )
 def test_us_and_everyday_terms_get_the_wordings_words(message, wording_words):
