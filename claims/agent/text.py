@@ -122,7 +122,9 @@ GLOSSARY: dict[str, str] = {
     r"seiz(?:e|ed|ure)|confiscat(?:e|ed)": "police illegal activity",
     r"cops?": "police",
     r"mou?ld|mildew|rot|termites?|rodents?|mice|rats": "gradual damage vermin wear and tear",
-    r"acts? of god|hurricane|tornado|hail ?storm|windstorm": "storm natural hazard",
+    r"acts? of god": "storm natural hazard",
+    # wind: a storm (the NHC's natural hazards are earthquake, landslip, volcano, tsunami)
+    r"hurricanes?|tornado(?:e?s)?|cyclones?|hail ?storms?|windstorms?|gales?|winds?": "storm",
     r"sinkhole|foundation|erosion|settling|shifting": "earth movement subsidence landslip",
     # vehicles and driving
     r"windshield": "windscreen",

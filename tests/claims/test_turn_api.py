@@ -676,3 +676,15 @@ def test_someone_elses_car_leads_with_third_party_cover(api_client, message):
     body = say(api_client, start(api_client, "NW-MTR-204518"), message)
     assert body["clauses"]["returned"][:1] == ["MTR-COV-03"], body["clauses"]
     assert body["citations"][0]["clause_id"] == "MTR-COV-03"
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["Is hurricane damage to my belongings covered?", "Does renters insurance cover wind damage?"],
+)
+def test_wind_and_storm_lead_with_the_storm_cover_not_the_earthquake_clause(api_client, message):
+    # CNT-COV-01 lists storm but none of its similar questions named one, and the glossary
+    # gave "hurricane" the NHC's "natural hazard": the earthquake clause came first
+    body = say(api_client, start(api_client, "NW-CNT-410815"), message)
+    assert body["clauses"]["returned"][:1] == ["CNT-COV-01"], body["clauses"]
+    assert "storm" in body["reply"]
