@@ -27,6 +27,9 @@ from claims.agent.intents import asks_for_decision, decision_rule
         ("Has the loss adjuster lowballed the value of our caravan?", "offer_too_low"),
         ("Can I ask for more than what the assessor valued my boat at?", "offer_too_low"),
         ("Is Northwind right to call it wear and tear?", "may_they"),
+        ("Do you reckon my claim will go through?", "claim_outcome"),
+        ("Will I lose my no-claims bonus for the crash on Friday?", "claim_outcome"),
+        ("Is my no claims discount affected by this accident? It wasn't me.", "claim_outcome"),
     ],
 )
 def test_a_judgement_on_ones_own_claim_names_its_rule(message, rule):
@@ -46,6 +49,8 @@ def test_a_judgement_on_ones_own_claim_names_its_rule(message, rule):
         "Can you appeal a declined claim?",
         "Why do insurers lowball settlements?",
         "Does a write-off pay more than market value?",
+        "How does the no-claims bonus work?",
+        "Do I lose my no-claims bonus if I make a claim?",
     ],
 )
 def test_a_general_question_is_not_a_decision_request(message):
