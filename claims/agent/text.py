@@ -110,7 +110,9 @@ GLOSSARY: dict[str, str] = {
     r"wrecked|trashed": "damaged",
     r"hit[- ]and[- ]run": "accident collision other driver",
     # someone else's car or things: the wording's "other people's ... (third party)"
-    r"(?:the )?other (?:driver|guy|person|party|car|vehicle)'?s?|someone else'?s|"
+    # (not "my other car": the customer's own second car)
+    r"(?:the )?(?<!my )(?<!our )other (?:driver|guy|person|party|car|vehicle)'?s?|"
+    r"someone else'?s|"
     r"(?:his|her|their) (?:car|ute|van|truck|vehicle|fence|wall|house|property)": (
         "other people's cars property third party"
     ),

@@ -60,6 +60,13 @@ def test_us_and_everyday_terms_get_the_wordings_words(message, wording_words):
     assert not wording_words <= T.terms(message)  # the wording is read in its own words
 
 
+def test_the_customers_own_other_car_is_not_a_third_party():
+    from claims.agent import text as T
+
+    assert "third" in T.terms("Who fixes the other car?", customer=True)
+    assert "third" not in T.terms("Is my other car covered too?", customer=True)
+
+
 def test_a_customers_name_for_us_and_how_it_works_are_not_content():
     from claims.agent import text as T
 
