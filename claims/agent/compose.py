@@ -184,6 +184,11 @@ def _quote(text: str) -> str:
     return f"\u201c{text}\u201d"
 
 
+def _quoted(part: Part) -> str:
+    """A part as quoted: a list item with the sentence that introduces it."""
+    return f"{part.lead_in} {part.text}" if part.lead_in else part.text
+
+
 def _coverage_label(line: str, code: str) -> str:
     from knowledge.coverage import COVERAGE_SECTIONS
 
@@ -360,6 +365,9 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
     cited: list[str] = []
     answered: set[str] = set()  # what the reply has quoted so far: parts quoted, their titles
     asks_cover = asks_about_cover(message)
+    # "What does my car insurance cover?": each principal cover returned is quoted
+    # by its opening part, so the reply names all of them, not only the first.
+    whole_policy = T.asks_about_whole_policy(message, inputs.facts.line or "")
     quoted_kinds: set[str] = set()
     for index, clause in enumerate(inputs.fetch.returned):
         parts = _parts(clause)
@@ -372,6 +380,12 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
         cover_owed = (
             asks_cover and clause.kind in _COVER_KINDS and not (quoted_kinds & _COVER_KINDS)
         )
+        summary = whole_policy and clause.kind == "cover"
+        if index > 0 and summary:
+            lines.append(f"{clause.clause_id} ({clause.title}) also says:")
+            lines.append(f"- {_quote(_quoted(parts[0]))}")
+            cited.append(clause.clause_id)
+            continue
         if index > 0 and not ((asked - _GENERIC - answered) & own) and not cover_owed:
             continue  # a further clause that adds nothing to what was asked
         quoted_kinds.add(clause.kind)
@@ -425,8 +439,7 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
         else:
             lines.append(f"{heading} also says:")
         for part in chosen[:3]:
-            quoted = f"{part.lead_in} {part.text}" if part.lead_in else part.text
-            lines.append(f"- {_quote(quoted)}")
+            lines.append(f"- {_quote(_quoted(part))}")
             answered |= part.terms
         answered |= title_terms
         if applies and schedule_line:

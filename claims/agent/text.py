@@ -397,3 +397,54 @@ def outside_signs(message: str) -> tuple[float, ...]:
     """
     text = message.lower().replace("\u2019", "'")
     return tuple(float(bool(p.search(text))) for p in _OUTSIDE_COMPILED.values())
+
+
+# --- a question about the policy as a whole ----------------------------------
+#
+# "What does my car insurance cover?", "What does renters insurance protect
+# against?", "What is full coverage?": every word is a word for insurance, for
+# cover or for the line's own subject, and none names a peril, an item or a
+# situation. Such a question is answered by the line's principal covers, not
+# by whichever clause shares a filler word with it (issue 10, item 3).
+_WHOLE_POLICY_WORDS = frozenset(
+    """a all an and any are as basic by can comprehensive cover coverage coverages covered
+    covers do does everything exactly explain for from full general generally get give gives
+    i in include included includes including insurance insure insured insures is it kind kinds
+    loss losses main me mean means my normally of offer offers on plan plans policies policy
+    protect protected protection protects provide provides standard tell that the thing things
+    this typical typically under usually what what's whats which will would you your against
+    about""".split()
+)
+# What each line's customers call the thing insured (US and New Zealand words).
+LINE_NOUNS: dict[str, frozenset[str]] = {
+    "motor": frozenset(
+        "car cars auto autos automobile automobiles vehicle vehicles motor ute".split()
+    ),
+    "home": frozenset(
+        "home homes house houses homeowner homeowners homeowner's dwelling building buildings "
+        "property".split()
+    ),
+    "contents": frozenset(
+        "contents renter renters renter's tenant tenants tenant's belongings possessions "
+        "personal property".split()
+    ),
+}
+_WHOLE_POLICY_ASKS = frozenset(
+    """cover coverage coverages covered covers include included includes protect protected
+    protection protects mean means""".split()
+)
+
+
+def asks_about_whole_policy(message: str, line: str) -> bool:
+    """True for a question about what the line's policy covers as a whole.
+
+    Every word must be a word for insurance or cover, a function word, or the
+    line's own noun (a motor policy's "car", not "renters"), and one of them must
+    ask what is covered or meant. "What does my car insurance not cover?" and
+    "does renters insurance cover my roommate?" are not such questions.
+    """
+    nouns = LINE_NOUNS.get(line)
+    if not nouns:
+        return False
+    found = set(words(message))
+    return bool(found & _WHOLE_POLICY_ASKS) and found <= (_WHOLE_POLICY_WORDS | nouns)

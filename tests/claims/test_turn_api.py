@@ -688,3 +688,36 @@ def test_wind_and_storm_lead_with_the_storm_cover_not_the_earthquake_clause(api_
     body = say(api_client, start(api_client, "NW-CNT-410815"), message)
     assert body["clauses"]["returned"][:1] == ["CNT-COV-01"], body["clauses"]
     assert "storm" in body["reply"]
+
+
+@pytest.mark.parametrize(
+    "policy, message, first, also",
+    [
+        ("NW-MTR-204518", "What does my car insurance cover?", "MTR-COV-01", "MTR-COV-03"),
+        ("NW-MTR-204518", "What is the basic cover?", "MTR-COV-01", "MTR-COV-03"),
+        ("NW-HOM-310042", "What does homeowners insurance cover?", "HOM-COV-01", "HOM-COV-04"),
+        (
+            "NW-CNT-410815",
+            "What does renters insurance protect against?",
+            "CNT-COV-01",
+            "CNT-COV-04",
+        ),
+    ],
+)
+def test_a_question_about_the_whole_policy_names_its_principal_covers(
+    api_client, policy, message, first, also
+):
+    # such a question shares only filler words with any clause: it once led with the
+    # definitions or the wear-and-tear exclusion, or was queued as nothing fits
+    body = say(api_client, start(api_client, policy), message)
+    assert body["clauses"]["returned"][0] == first, body["clauses"]
+    assert also in body["clauses"]["returned"], body["clauses"]
+    assert cited(body)[:1] == [first] and also in cited(body), body["citations"]
+    assert f"{also} (" in body["reply"]
+
+
+def test_what_the_policy_does_not_cover_is_not_a_whole_policy_question(api_client):
+    body = say(
+        api_client, start(api_client, "NW-MTR-204518"), "What does my car insurance not cover?"
+    )
+    assert body["clauses"]["returned"][0].startswith("MTR-EXC-"), body["clauses"]

@@ -74,3 +74,26 @@ def test_a_customers_name_for_us_and_how_it_works_are_not_content():
     assert "compani" in T.terms("Is the removal company's damage covered?", customer=True)
     assert "work" not in T.terms("How do claims work?", customer=True)
     assert "work" in T.terms("Is building work covered?", customer=True)
+
+
+@pytest.mark.parametrize(
+    "message, line, expected",
+    [
+        ("What does my car insurance cover?", "motor", True),
+        ("What Is Full Coverage Auto Insurance?", "motor", True),
+        ("what's covered", "contents", True),
+        ("What does homeowners insurance protect against?", "home", True),
+        # another line's noun, a thing named, a negation, no asking word
+        ("Does renters insurance cover auto?", "contents", False),
+        ("What does renters insurance cover?", "motor", False),
+        ("Does renters insurance cover my roommate?", "contents", False),
+        ("What does my car insurance not cover?", "motor", False),
+        ("How much car insurance do I need?", "motor", False),
+        ("What is my car insurance?", "motor", False),
+        ("What does my policy cover?", "", False),
+    ],
+)
+def test_a_question_about_the_whole_policy(message, line, expected):
+    from claims.agent.text import asks_about_whole_policy
+
+    assert asks_about_whole_policy(message, line) is expected

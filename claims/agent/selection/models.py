@@ -420,7 +420,24 @@ class HybridModel(_IndexedModel):
                 for i in order
             ]
             selected = list(named)
-            if fits:
+            # A question about the policy as a whole ("what does my car insurance
+            # cover?") is answered by the line's principal covers: its first cover
+            # clause, then its other cover clauses as the reranker orders them. Left
+            # to the reranker, such a question shares only filler words with any
+            # clause and drew definitions and exclusions (issue 10, item 3).
+            covers = [i for i in order if index.kinds and index.kinds[i] == "cover"]
+            if (
+                covers
+                and T.asks_about_whole_policy(message, context.line)
+                and not any(T.outside_signs(message))
+            ):
+                fits = True
+                principal = min(covers)
+                for i in [principal, *covers]:
+                    cid = index.ids[int(i)]
+                    if len(selected) < MAX_CLAUSES and cid not in selected:
+                        selected.append(cid)
+            elif fits:
                 # The reranker's best, then the plain RRF fusion's best (a
                 # second opinion that needs no training), then further
                 # clauses the reranker still finds likely.
