@@ -382,6 +382,33 @@ OUTSIDE_SIGNS: dict[str, str] = {
         r"endorse|cheque|check from|lawyer|attorney|small claims|sue (?:my|the) insur\w+"
     ),
 }
+# Phrases that put a question outside any motor, home or contents wording on
+# their own, whatever else it says: the "fits" classifier is not asked. Kept
+# apart from OUTSIDE_SIGNS (which the classifier weighs, one feature each) so
+# that they do not move its cut-off: each names a topic no clause of ours
+# answers (a vet's bill, gap insurance, market norms for an excess, what to do
+# once a claim is declined, how long a claim stays on record).
+CLEARLY_OUTSIDE = (
+    r"vets?|vet'?s bills?|veterinar\w*|supplemental insurance|secondary insurance|"
+    r"investments?|gap (?:\w+ )?(?:insurance|cover|coverage)|parts? [a-d] of|"
+    r"(?:insurance|premiums?|rates?|prices?|costs?) (?:\w+ ){0,2}(?:rise|rises|rising)|"
+    r"(?:coverage|cover|insurance) (?:do|would|should) (?:i|we) (?:really )?need|"
+    r"(?:coverage|cover|insurance) is enough|enough (?:cover|coverage|insurance)|"
+    r"(?:normal|usual|common|highest|lowest) (?:possible )?(?:deductible|excess|premium)s? "
+    r"(?:for|on|with) (?:a |an )?(?:\w+ )?(?:insurance|polic(?:y|ies))|"
+    r"on (?:my |your |the |their )?(?:driving |insurance )?record|"
+    r"claims? (?:is |was |gets? |got |has been |been )?(?:denied|declined|rejected|refused)|"
+    r"(?:denied|declined|rejected|refused) claims?|"
+    r"claim (?:is |was |be )?(?:still )?(?:open|complete|completed|finished|closed|finali[sz]ed)"
+)
+_CLEARLY_OUTSIDE_RE = re.compile(rf"\b(?:{CLEARLY_OUTSIDE})\b")
+
+
+def clearly_outside(message: str) -> bool:
+    """Whether the message names a topic that no clause of a wording answers."""
+    return bool(_CLEARLY_OUTSIDE_RE.search(message.lower().replace("\u2019", "'")))
+
+
 # The patterns are lower case and read a lower-cased message (faster than
 # re.IGNORECASE on long alternations).
 _OUTSIDE_COMPILED = {

@@ -721,3 +721,17 @@ def test_what_the_policy_does_not_cover_is_not_a_whole_policy_question(api_clien
         api_client, start(api_client, "NW-MTR-204518"), "What does my car insurance not cover?"
     )
     assert body["clauses"]["returned"][0].startswith("MTR-EXC-"), body["clauses"]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Does Auto Insurance Cover Vet Bills?",
+        "What should I do if my car insurance claim is denied?",
+    ],
+)
+def test_a_topic_no_clause_answers_is_queued_not_answered_from_a_neighbour(api_client, message):
+    # the vet's bill drew the wear-and-tear exclusion and the definitions
+    body = say(api_client, start(api_client, "NW-MTR-204518"), message)
+    assert body["citations"] == [], body["citations"]
+    assert body["pending_question"]["reason"] == "no_clause"

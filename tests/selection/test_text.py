@@ -97,3 +97,25 @@ def test_a_question_about_the_whole_policy(message, line, expected):
     from claims.agent.text import asks_about_whole_policy
 
     assert asks_about_whole_policy(message, line) is expected
+
+
+@pytest.mark.parametrize(
+    "message, expected",
+    [
+        ("Does my car insurance cover vet bills?", True),
+        ("What does gap auto insurance cover?", True),
+        ("What should I do if my claim is denied?", True),
+        ("How long does a claim stay on my record?", True),
+        ("What is a normal deductible for renters insurance?", True),
+        ("How much does car insurance rise after a claim?", True),
+        # the same words about the customer's own policy or event
+        ("Rising floodwater came into the garage, am I covered?", False),
+        ("What is the highest excess I could pay?", False),
+        ("How do I make a claim?", False),
+        ("Is my claim covered if the claim form is late?", False),
+    ],
+)
+def test_a_topic_no_clause_answers(message, expected):
+    from claims.agent.text import clearly_outside
+
+    assert clearly_outside(message) is expected

@@ -400,9 +400,11 @@ class HybridModel(_IndexedModel):
             # The same holds for a message this close to one of a clause's own
             # similar questions ("who is covered under my car insurance?").
             best_alias = float(aliases[0].max()) if aliases is not None else -1.0
-            sure = (best_cos >= p.sure_cosine or best_alias >= p.sure_alias) and not any(
-                T.outside_signs(message)
-            )
+            # A topic no clause answers (a vet's bill, a declined claim's next steps)
+            # fits nowhere, whatever the classifier or a close paraphrase says.
+            clearly_outside = T.clearly_outside(message)
+            outside = clearly_outside or any(T.outside_signs(message))
+            sure = (best_cos >= p.sure_cosine or best_alias >= p.sure_alias) and not outside
             # A card is matched on its question; a clause is matched on its own
             # similar questions too ("does my car insurance cover a break-in?" is
             # nearer the dealer-warranty card's "does ... cover it?" than to any
@@ -414,7 +416,11 @@ class HybridModel(_IndexedModel):
             # topic ("how many days do I get the hire car for?" after a hire-car
             # answer), even when the message alone looks like nothing fits.
             carried = prior is not None and n > 0 and index.ids[int(order[0])] in prior.cited_ids
-            fits = (fit >= learned.fits_threshold or sure or carried) and not off_topic
+            fits = (
+                (fit >= learned.fits_threshold or sure or carried)
+                and not off_topic
+                and not clearly_outside
+            )
             ranked = [
                 (index.ids[i], float(probability[i]), float(cosines[i]), float(bm25[i]))
                 for i in order
@@ -426,11 +432,7 @@ class HybridModel(_IndexedModel):
             # to the reranker, such a question shares only filler words with any
             # clause and drew definitions and exclusions (issue 10, item 3).
             covers = [i for i in order if index.kinds and index.kinds[i] == "cover"]
-            if (
-                covers
-                and T.asks_about_whole_policy(message, context.line)
-                and not any(T.outside_signs(message))
-            ):
+            if covers and T.asks_about_whole_policy(message, context.line) and not outside:
                 fits = True
                 principal = min(covers)
                 for i in [principal, *covers]:
