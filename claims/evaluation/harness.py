@@ -192,6 +192,15 @@ def _line_figures(results: list[TurnResult]) -> dict:
         not r.requested and not r.cited and r.turn.pending_question_id is not None
         for r in no_clause
     )
+    # Not counted right, but not a wrong clause either: nothing selected or cited, and an
+    # answer card answered instead of a person ("how long does a claim take?").
+    card_answered = sum(
+        not r.requested
+        and not r.cited
+        and r.turn.pending_question_id is None
+        and bool(r.turn.card_cited_ids)
+        for r in no_clause
+    )
     queued = sum(_pending_reason(r.turn) == "needs_decision" for r in decisions)
     n = len(answerable)
     figures = {
@@ -203,6 +212,7 @@ def _line_figures(results: list[TurnResult]) -> dict:
         "mean_requested": round(sum(len(r.requested) for r in answerable) / n, 2) if n else None,
         "no_clause_questions": len(no_clause),
         "nothing_fits": _share(nothing, len(no_clause)),
+        "nothing_fits_card_answered": card_answered,
         "decision_questions": len(decisions),
         "decision_queued": _share(queued, len(decisions)),
         "unlabelled": len(results) - n - len(no_clause) - len(decisions) - len(card_questions),
@@ -212,7 +222,9 @@ def _line_figures(results: list[TurnResult]) -> dict:
     figures["cards"] = _card_figures(card_questions, answerable)
     figures["summary"] = (
         f"returned {figures['returned']} of {n}, cited {figures['cited']}, "
-        f"nothing-fits {nothing}/{len(no_clause)}, decision-queued {queued}/{len(decisions)}; "
+        f"nothing-fits {nothing}/{len(no_clause)}"
+        + (f" (+{card_answered} answered by a card)" if card_answered else "")
+        + f", decision-queued {queued}/{len(decisions)}; "
         f"cards first {figures['cards']['returned_first']} of {len(card_questions)}"
     )
     return figures

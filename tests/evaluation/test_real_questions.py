@@ -94,6 +94,31 @@ def test_without_labels_offtopic_questions_must_select_nothing(demo, files):
     assert sum(f["questions"] for f in lines.values()) == 0
 
 
+def test_a_no_clause_question_a_card_answers_is_counted_apart(demo, files, tmp_path):
+    questions = tmp_path / "card-questions.tsv"
+    labels = tmp_path / "card-labels.tsv"
+    questions.write_text("id\tline\tquestion\nQ-9\tmotor\tWhat is your phone number?\n")
+    labels.write_text("id\tline\texpected\tsplit\nQ-9\tmotor\tnone\ttest\n")
+    out = StringIO()
+    call_command(
+        "evaluate",
+        "--questions",
+        str(questions),
+        "--labels",
+        str(labels),
+        "--selector",
+        "hybrid",
+        "--no-scenarios",
+        stdout=out,
+    )
+    [hybrid] = _report(files[2])["selectors"]
+    motor = hybrid["lines"]["motor"]
+    # not queued, so not "nothing fits" right; but shown apart from a wrong clause
+    assert motor["nothing_fits"] == 0.0
+    assert motor["nothing_fits_card_answered"] == 1
+    assert "(+1 answered by a card)" in out.getvalue()
+
+
 @pytest.mark.parametrize(
     ("questions", "labels", "message"),
     [
