@@ -367,7 +367,7 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
     asks_cover = asks_about_cover(message)
     # "What does my car insurance cover?": each principal cover returned is quoted
     # by its opening part, so the reply names all of them, not only the first.
-    whole_policy = T.asks_about_whole_policy(message, inputs.facts.line or "")
+    whole_policy = T.whole_policy_question(message, inputs.facts.line or "")
     quoted_kinds: set[str] = set()
     for index, clause in enumerate(inputs.fetch.returned):
         parts = _parts(clause)
@@ -380,7 +380,7 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
         cover_owed = (
             asks_cover and clause.kind in _COVER_KINDS and not (quoted_kinds & _COVER_KINDS)
         )
-        summary = whole_policy and clause.kind == "cover"
+        summary = whole_policy is not None and clause.kind == whole_policy
         if index > 0 and summary:
             lines.append(f"{clause.clause_id} ({clause.title}) also says:")
             lines.append(f"- {_quote(_quoted(parts[0]))}")

@@ -460,18 +460,31 @@ _WHOLE_POLICY_ASKS = frozenset(
     """cover coverage coverages covered covers include included includes protect protected
     protection protects mean means""".split()
 )
+# ...and what it leaves out: "What does my renters insurance not cover?", "What are the
+# exclusions?" are answered by the line's exclusion clauses.
+_WHOLE_POLICY_EXCLUDES = frozenset(
+    """not isn't doesn't don't aren't won't excluded exclude excludes exclusion exclusions
+    except exceptions""".split()
+)
 
 
-def asks_about_whole_policy(message: str, line: str) -> bool:
-    """True for a question about what the line's policy covers as a whole.
+def whole_policy_question(message: str, line: str) -> str | None:
+    """``"cover"`` or ``"exclusion"`` for a question about the line's policy as a whole.
 
     Every word must be a word for insurance or cover, a function word, or the
     line's own noun (a motor policy's "car", not "renters"), and one of them must
-    ask what is covered or meant. "What does my car insurance not cover?" and
-    "does renters insurance cover my roommate?" are not such questions.
+    ask what is covered or meant ("what can I claim on it?" asks it too). With a
+    negation or "exclusions" it asks what is left out. "Does renters insurance
+    cover my roommate?" and "how much car insurance do I need?" are neither.
     """
     nouns = LINE_NOUNS.get(line)
     if not nouns:
-        return False
+        return None
     found = set(words(message))
-    return bool(found & _WHOLE_POLICY_ASKS) and found <= (_WHOLE_POLICY_WORDS | nouns)
+    asks = found & _WHOLE_POLICY_ASKS or ({"what", "can", "claim"} <= found)
+    excludes = found & _WHOLE_POLICY_EXCLUDES
+    if not (asks or found & {"exclusion", "exclusions", "exceptions"}):
+        return None
+    if not found - {"claim"} - excludes <= (_WHOLE_POLICY_WORDS | nouns):
+        return None
+    return "exclusion" if excludes else "cover"

@@ -716,11 +716,21 @@ def test_a_question_about_the_whole_policy_names_its_principal_covers(
     assert f"{also} (" in body["reply"]
 
 
-def test_what_the_policy_does_not_cover_is_not_a_whole_policy_question(api_client):
-    body = say(
-        api_client, start(api_client, "NW-MTR-204518"), "What does my car insurance not cover?"
-    )
-    assert body["clauses"]["returned"][0].startswith("MTR-EXC-"), body["clauses"]
+@pytest.mark.parametrize(
+    "policy, message, prefix",
+    [
+        ("NW-MTR-204518", "What does my car insurance not cover?", "MTR-EXC-"),
+        ("NW-CNT-410815", "What Does Renters Insurance Not Cover?", "CNT-EXC-"),
+    ],
+)
+def test_what_the_whole_policy_leaves_out_is_answered_by_its_exclusions(
+    api_client, policy, message, prefix
+):
+    # "not cover" once drew the cover and general clauses, and only they were quoted
+    body = say(api_client, start(api_client, policy), message)
+    returned = body["clauses"]["returned"]
+    assert len(returned) == 3 and all(c.startswith(prefix) for c in returned), returned
+    assert cited(body) == returned
 
 
 @pytest.mark.parametrize(

@@ -427,15 +427,17 @@ class HybridModel(_IndexedModel):
             ]
             selected = list(named)
             # A question about the policy as a whole ("what does my car insurance
-            # cover?") is answered by the line's principal covers: its first cover
-            # clause, then its other cover clauses as the reranker orders them. Left
-            # to the reranker, such a question shares only filler words with any
-            # clause and drew definitions and exclusions (issue 10, item 3).
-            covers = [i for i in order if index.kinds and index.kinds[i] == "cover"]
-            if covers and T.asks_about_whole_policy(message, context.line) and not outside:
+            # cover?", "what does it not cover?") is answered by the line's principal
+            # covers (or exclusions): the first of that kind in the wording, then the
+            # others as the reranker orders them. Left to the reranker, such a
+            # question shares only filler words with any clause and drew definitions
+            # and exclusions (issue 10, item 3).
+            whole = None if outside else T.whole_policy_question(message, context.line)
+            of_kind = [i for i in order if index.kinds and index.kinds[i] == whole]
+            if of_kind:
                 fits = True
-                principal = min(covers)
-                for i in [principal, *covers]:
+                principal = min(of_kind)
+                for i in [principal, *of_kind]:
                     cid = index.ids[int(i)]
                     if len(selected) < MAX_CLAUSES and cid not in selected:
                         selected.append(cid)
