@@ -390,14 +390,15 @@ OUTSIDE_SIGNS: dict[str, str] = {
 # once a claim is declined, how long a claim stays on record).
 CLEARLY_OUTSIDE = (
     r"vets?|vet'?s bills?|veterinar\w*|supplemental insurance|secondary insurance|"
-    r"investments?|gap (?:\w+ )?(?:insurance|cover|coverage)|parts? [a-d] of|"
+    r"investments|investment (?:advis\w+|accounts?|portfolios?|returns?|funds?|plans?)|"
+    r"gap (?:\w+ )?(?:insurance|cover|coverage)|parts? [a-d] of|"
     r"(?:insurance|premiums?|rates?|prices?|costs?) (?:\w+ ){0,2}(?:rise|rises|rising)|"
     r"(?:coverage|cover|insurance) (?:do|would|should) (?:i|we) (?:really )?need|"
     r"(?:coverage|cover|insurance) is enough|enough (?:cover|coverage|insurance)|"
     r"(?:normal|usual|common|highest|lowest) (?:possible )?(?:deductible|excess|premium)s? "
     r"(?:for|on|with) (?:a |an )?(?:\w+ )?(?:insurance|polic(?:y|ies))|"
     r"on (?:my |your |the |their )?(?:driving |insurance )?record|"
-    r"claims? (?:is |was |gets? |got |has been |been )?(?:denied|declined|rejected|refused)|"
+    r"claims? (?:is |was |got |has been |been )?(?:denied|declined|rejected|refused)|"
     r"(?:denied|declined|rejected|refused) claims?|"
     r"claim (?:is |was |be )?(?:still )?(?:open|complete|completed|finished|closed|finali[sz]ed)"
 )

@@ -119,6 +119,8 @@ def test_a_question_about_the_whole_policy(message, line, expected):
         ("What is the highest excess I could pay?", False),
         ("How do I make a claim?", False),
         ("Is my claim covered if the claim form is late?", False),
+        ("Is my investment property covered for damage by tenants?", False),
+        ("Can my claim get denied for reporting it late?", False),
     ],
 )
 def test_a_topic_no_clause_answers(message, expected):
