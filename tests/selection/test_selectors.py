@@ -333,3 +333,46 @@ def test_a_paraphrase_of_a_similar_question_fits_whatever_the_classifier_says(
     far = explain("What colour will the hire car be?")
     assert not far.fits and far.selected == ()
     assert HybridParams().sure_alias > 0.83  # above every tune-side "nothing fits" question
+
+
+def test_whole_policy_and_short_cover_questions_fit_whatever_the_classifier_says(
+    directory, embedded_index
+):
+    """With a "fits" classifier that refuses everything, a question about the whole
+    policy and a short cover question about a thing the wording names still fit;
+    a thing the wording never names, and a topic no clause answers, do not."""
+    import numpy as np
+
+    from claims.agent.selection import learned as L
+    from knowledge.embedding import default_embedder
+
+    embedder = default_embedder()
+    pairs = len(L.PAIR_FEATURES)
+    coef = np.zeros(pairs)
+    coef[L.PAIR_FEATURES.index("cosine")] = 5.0
+    fits_width = embedder.dimension + len(L.FIT_SCALARS)
+    refusing = L.TrainedSelector(
+        embedder=embedder.name,
+        reranker=L.Logistic(np.zeros(pairs), np.ones(pairs), coef, 0.0),
+        fits=L.Logistic(np.zeros(fits_width), np.ones(fits_width), np.zeros(fits_width), -10.0),
+        fits_threshold=0.5,
+        keep_probability=0.9,
+        meta={},
+    )
+
+    class Refusing(HybridModel):
+        def _learned(self):
+            return refusing
+
+    model = Refusing(index_source=lambda version_id: embedded_index, outside_wording=no_cards)
+
+    def explain(message):
+        return model.explain(message=message, directory=directory, context=context())
+
+    whole = explain("What does my car insurance cover?")
+    assert whole.fit_probability is not None and whole.fit_probability < 0.01
+    assert whole.fits and whole.selected[0] == "SYN-COV-01"
+    hail = explain("Does car insurance cover hail?")
+    assert hail.fits and "SYN-COV-01" in hail.selected
+    assert not explain("Does car insurance cover iguanas?").fits
+    assert not explain("Does car insurance cover vet bills?").fits

@@ -127,3 +127,26 @@ def test_a_topic_no_clause_answers(message, expected):
     from claims.agent.text import clearly_outside
 
     assert clearly_outside(message) is expected
+
+
+@pytest.mark.parametrize(
+    "message, line, expected",
+    [
+        ("Can car insurance pay for dents?", "motor", ("dent",)),
+        ("Does homeowners insurance cover hail damage?", "home", ("hail",)),
+        ("Does renters insurance cover theft from your car?", "contents", ("theft", "car")),
+        # no product named, nothing named, too many words, not a cover question
+        ("Can you pay for dents?", "motor", None),
+        ("What does my car insurance cover?", "motor", None),
+        (
+            "Does my car insurance cover a rental car in Europe for my sister's wedding?",
+            "motor",
+            None,
+        ),
+        ("How do I make a car insurance claim?", "motor", None),
+    ],
+)
+def test_a_short_cover_question_names_its_subject(message, line, expected):
+    from claims.agent.text import cover_question_subject
+
+    assert cover_question_subject(message, line) == expected
