@@ -533,3 +533,19 @@ def cover_question_subject(message: str, line: str) -> tuple[str, ...] | None:
     if not 1 <= len(rest) <= 3:
         return None
     return tuple(stem(w) for w in rest)
+
+
+# "When should I file a claim?", "How long can I wait to make a car insurance claim?":
+# making a claim and by when is what a wording's claims clause says. How long the insurer
+# takes to settle one is not (OUTSIDE_SIGNS "claim_process").
+_MAKING_A_CLAIM = re.compile(
+    r"\b(?:when|how (?:long|soon|late)|deadline|time limit|how many days)\b[^.?!]{0,40}\b"
+    r"(?:fil(?:e|ing)|mak(?:e|ing)|lodg(?:e|ing)|report(?:ing)?|put(?:ting)? in|"
+    r"submit(?:ting)?|open(?:ing)?|start(?:ing)?) (?:a |an |my |the |our )?"
+    r"(?:\w+ ){0,3}claims?\b"
+)
+
+
+def asks_when_to_claim(message: str) -> bool:
+    """Whether the message asks when, or by when, to make a claim."""
+    return bool(_MAKING_A_CLAIM.search(message.lower().replace("\u2019", "'")))

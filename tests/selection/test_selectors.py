@@ -374,5 +374,7 @@ def test_whole_policy_and_short_cover_questions_fit_whatever_the_classifier_says
     assert whole.fits and whole.selected[0] == "SYN-COV-01"
     hail = explain("Does car insurance cover hail?")
     assert hail.fits and "SYN-COV-01" in hail.selected
+    assert explain("How long can I wait to file a car insurance claim?").fits
+    assert not explain("How long does a car insurance claim take?").fits
     assert not explain("Does car insurance cover iguanas?").fits
     assert not explain("Does car insurance cover vet bills?").fits

@@ -150,3 +150,19 @@ def test_a_short_cover_question_names_its_subject(message, line, expected):
     from claims.agent.text import cover_question_subject
 
     assert cover_question_subject(message, line) == expected
+
+
+@pytest.mark.parametrize(
+    "message, expected",
+    [
+        ("When should I file a claim for auto insurance?", True),
+        ("How long can I wait to make a claim?", True),
+        ("Is there a deadline for lodging my contents claim?", True),
+        ("How long does a claim take?", False),
+        ("When will my claim be paid?", False),
+    ],
+)
+def test_asks_when_to_claim(message, expected):
+    from claims.agent.text import asks_when_to_claim
+
+    assert asks_when_to_claim(message) is expected

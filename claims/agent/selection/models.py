@@ -420,6 +420,8 @@ class HybridModel(_IndexedModel):
             # the wording names fits, whatever the classifier says of so few words.
             subject = None if outside else T.cover_question_subject(message, context.line)
             names_thing = bool(subject) and all(s in index.vocabulary for s in subject or ())
+            # "When should I file a claim?": by when to claim is the claims clause's.
+            names_thing = names_thing or (not outside and T.asks_when_to_claim(message))
             fits = (
                 (fit >= learned.fits_threshold or sure or carried or names_thing)
                 and not off_topic
