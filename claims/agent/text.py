@@ -440,7 +440,7 @@ _WHOLE_POLICY_WORDS = frozenset(
     i in include included includes including insurance insure insured insures is it kind kinds
     loss losses main me mean means my normally of offer offers on plan plans policies policy
     protect protected protection protects provide provides standard tell that the thing things
-    this typical typically under usually what what's whats which will would you your against
+    this type types sort sorts typical typically under usually what what's whats which will would you your against
     about""".split()
 )
 # What each line's customers call the thing insured (US and New Zealand words).

@@ -133,6 +133,7 @@ def test_a_topic_no_clause_answers(message, expected):
     "message, line, expected",
     [
         ("Can car insurance pay for dents?", "motor", ("dent",)),
+        ("What type of auto insurance provides coverage from a tree?", "motor", ("tree",)),
         ("Does homeowners insurance cover hail damage?", "home", ("hail",)),
         ("Does renters insurance cover theft from your car?", "contents", ("theft", "car")),
         # no product named, nothing named, too many words, not a cover question
