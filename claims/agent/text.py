@@ -440,7 +440,7 @@ _WHOLE_POLICY_WORDS = frozenset(
     i in include included includes including insurance insure insured insures is it kind kinds
     loss losses main me mean means my normally of offer offers on plan plans policies policy
     protect protected protection protects provide provides standard tell that the thing things
-    this type types sort sorts typical typically under usually what what's whats which will would you your against
+    this typical typically under usually what what's whats which will would you your against
     about""".split()
 )
 # What each line's customers call the thing insured (US and New Zealand words).
@@ -489,63 +489,3 @@ def whole_policy_question(message: str, line: str) -> str | None:
     if not found - {"claim"} - excludes <= (_WHOLE_POLICY_WORDS | nouns):
         return None
     return "exclusion" if excludes else "cover"
-
-
-# --- a short question whether one thing is covered ----------------------------
-#
-# "Can car insurance pay for dents?", "Does homeowners insurance cover hail?": the
-# InsuranceQA shape of a cover question, a product and a thing. Too short for the
-# "fits" classifier to be sure of, and answered by the wording whenever the thing
-# is a word the wording itself uses.
-_COVER_ASKS = re.compile(
-    r"\b(?:cover|covers|covered|coverage|pay (?:for|out)|pays (?:for|out)|paid for|protect\w*)\b"
-)
-_COVER_QUESTION_WORDS = _WHOLE_POLICY_WORDS | frozenset(
-    """pay pays paid out for if when damage damages damaged get gets got someone something they
-    does do did can could will would is are""".split()
-)
-
-
-def cover_question_subject(message: str, line: str) -> tuple[str, ...] | None:
-    """The stems of what a short cover question asks about, or None.
-
-    The message must ask whether something is covered or paid for, name the line's
-    insurance ("car insurance", "renters insurance", "my policy") and name one to
-    three other words: ``("dent",)`` for "Can car insurance pay for dents?".
-    """
-    nouns = LINE_NOUNS.get(line)
-    if not nouns:
-        return None
-    text = message.lower().replace("\u2019", "'")
-    if not _COVER_ASKS.search(text):
-        return None
-    found = words(text)
-    if not any(w in nouns or w in ("insurance", "policy", "insured") for w in found):
-        return None
-    rest = [
-        w
-        for w in found
-        if w not in _COVER_QUESTION_WORDS
-        and w not in nouns
-        and w not in STOP_WORDS
-        and w not in _WHOLE_POLICY_EXCLUDES
-    ]
-    if not 1 <= len(rest) <= 3:
-        return None
-    return tuple(stem(w) for w in rest)
-
-
-# "When should I file a claim?", "How long can I wait to make a car insurance claim?":
-# making a claim and by when is what a wording's claims clause says. How long the insurer
-# takes to settle one is not (OUTSIDE_SIGNS "claim_process").
-_MAKING_A_CLAIM = re.compile(
-    r"\b(?:when|how (?:long|soon|late)|deadline|time limit|how many days)\b[^.?!]{0,40}\b"
-    r"(?:fil(?:e|ing)|mak(?:e|ing)|lodg(?:e|ing)|report(?:ing)?|put(?:ting)? in|"
-    r"submit(?:ting)?|open(?:ing)?|start(?:ing)?) (?:a |an |my |the |our )?"
-    r"(?:\w+ ){0,3}claims?\b"
-)
-
-
-def asks_when_to_claim(message: str) -> bool:
-    """Whether the message asks when, or by when, to make a claim."""
-    return bool(_MAKING_A_CLAIM.search(message.lower().replace("\u2019", "'")))

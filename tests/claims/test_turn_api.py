@@ -745,12 +745,3 @@ def test_a_topic_no_clause_answers_is_queued_not_answered_from_a_neighbour(api_c
     body = say(api_client, start(api_client, "NW-MTR-204518"), message)
     assert body["citations"] == [], body["citations"]
     assert body["pending_question"]["reason"] == "no_clause"
-
-
-def test_a_short_cover_question_about_a_thing_the_wording_names_fits(api_client):
-    # the "fits" classifier is unsure of so few words; the wording names dents
-    from claims.agent.selection import learned
-
-    body = say(api_client, start(api_client, "NW-MTR-204518"), "Can car insurance pay for dents?")
-    assert body["clauses"]["returned"][:1] == ["MTR-COV-01"], body["clauses"]
-    assert learned.trained_selector() is not None

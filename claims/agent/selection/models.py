@@ -416,14 +416,8 @@ class HybridModel(_IndexedModel):
             # topic ("how many days do I get the hire car for?" after a hire-car
             # answer), even when the message alone looks like nothing fits.
             carried = prior is not None and n > 0 and index.ids[int(order[0])] in prior.cited_ids
-            # "Can car insurance pay for dents?": a short cover question about a thing
-            # the wording names fits, whatever the classifier says of so few words.
-            subject = None if outside else T.cover_question_subject(message, context.line)
-            names_thing = bool(subject) and all(s in index.vocabulary for s in subject or ())
-            # "When should I file a claim?": by when to claim is the claims clause's.
-            names_thing = names_thing or (not outside and T.asks_when_to_claim(message))
             fits = (
-                (fit >= learned.fits_threshold or sure or carried or names_thing)
+                (fit >= learned.fits_threshold or sure or carried)
                 and not off_topic
                 and not clearly_outside
             )
