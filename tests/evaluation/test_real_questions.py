@@ -41,8 +41,8 @@ def _report(reports):
     return json.loads(path.read_text())
 
 
-def test_labelled_questions_of_one_half_are_scored_per_line(demo, files):
-    questions, labels, reports = files
+def _evaluate(questions, labels, *options: str) -> str:
+    """``evaluate --questions … --labels …`` with ``options``; what it printed."""
     out = StringIO()
     call_command(
         "evaluate",
@@ -50,13 +50,16 @@ def test_labelled_questions_of_one_half_are_scored_per_line(demo, files):
         str(questions),
         "--labels",
         str(labels),
-        "--split",
-        "test",
-        "--selector",
-        "hybrid",
         "--no-scenarios",
+        *options,
         stdout=out,
     )
+    return out.getvalue()
+
+
+def test_labelled_questions_of_one_half_are_scored_per_line(demo, files):
+    questions, labels, reports = files
+    printed = _evaluate(questions, labels, "--split", "test", "--selector", "hybrid")
     report = _report(reports)
     assert report["source"]["split"] == "test" and report["source"]["asked"] == 3
     [hybrid] = report["selectors"]
@@ -71,22 +74,12 @@ def test_labelled_questions_of_one_half_are_scored_per_line(demo, files):
     assert motor["questions"] == 1 and motor["returned"] == 1.0
     assert motor["decision_questions"] == 1
     assert hybrid["must_be_zero"]["server_error"] == 0
-    assert "Real questions: 3" in out.getvalue()
+    assert "Real questions: 3" in printed
 
 
 def test_without_labels_offtopic_questions_must_select_nothing(demo, files):
     questions, _, reports = files
-    call_command(
-        "evaluate",
-        "--questions",
-        str(questions),
-        "--labels",
-        "",
-        "--selector",
-        "bm25",
-        "--no-scenarios",
-        stdout=StringIO(),
-    )
+    _evaluate(questions, "", "--selector", "bm25")
     [run] = _report(reports)["selectors"]
     lines = run["lines"]
     assert sum(f["no_clause_questions"] for f in lines.values()) == 1
@@ -99,24 +92,13 @@ def test_a_no_clause_question_a_card_answers_is_counted_apart(demo, files, tmp_p
     labels = tmp_path / "card-labels.tsv"
     questions.write_text("id\tline\tquestion\nQ-9\tmotor\tWhat is your phone number?\n")
     labels.write_text("id\tline\texpected\tsplit\nQ-9\tmotor\tnone\ttest\n")
-    out = StringIO()
-    call_command(
-        "evaluate",
-        "--questions",
-        str(questions),
-        "--labels",
-        str(labels),
-        "--selector",
-        "hybrid",
-        "--no-scenarios",
-        stdout=out,
-    )
+    printed = _evaluate(questions, labels, "--selector", "hybrid")
     [hybrid] = _report(files[2])["selectors"]
     motor = hybrid["lines"]["motor"]
     # not queued, so not "nothing fits" right; but shown apart from a wrong clause
     assert motor["nothing_fits"] == 0.0
     assert motor["nothing_fits_card_answered"] == 1
-    assert "(+1 answered by a card)" in out.getvalue()
+    assert "(+1 answered by a card)" in printed
 
 
 @pytest.mark.parametrize(
