@@ -380,7 +380,11 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
         cover_owed = (
             asks_cover and clause.kind in _COVER_KINDS and not (quoted_kinds & _COVER_KINDS)
         )
-        summary = whole_policy is not None and clause.kind == whole_policy
+        # (a clause the schedule may switch off is quoted the usual way, with what the
+        # schedule says about it)
+        summary = (
+            whole_policy is not None and clause.kind == whole_policy and not clause.schedule_section
+        )
         if index > 0 and summary:
             lines.append(f"{clause.clause_id} ({clause.title}) also says:")
             lines.append(f"- {_quote(_quoted(parts[0]))}")
