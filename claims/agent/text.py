@@ -405,9 +405,14 @@ CLEARLY_OUTSIDE = (
 _CLEARLY_OUTSIDE_RE = re.compile(rf"\b(?:{CLEARLY_OUTSIDE})\b")
 
 
+def _lowered(message: str) -> str:
+    """The message as the outside patterns read it: lower case, straight apostrophes."""
+    return message.lower().replace("\u2019", "'")
+
+
 def clearly_outside(message: str) -> bool:
     """Whether the message names a topic that no clause of a wording answers."""
-    return bool(_CLEARLY_OUTSIDE_RE.search(message.lower().replace("\u2019", "'")))
+    return bool(_CLEARLY_OUTSIDE_RE.search(_lowered(message)))
 
 
 # The patterns are lower case and read a lower-cased message (faster than
@@ -423,7 +428,7 @@ def outside_signs(message: str) -> tuple[float, ...]:
 
     Memoised: the turn asks twice (the "fits" features and the sure-cosine gate).
     """
-    text = message.lower().replace("\u2019", "'")
+    text = _lowered(message)
     return tuple(float(bool(p.search(text))) for p in _OUTSIDE_COMPILED.values())
 
 
@@ -463,9 +468,9 @@ _WHOLE_POLICY_ASKS = frozenset(
 )
 # ...and what it leaves out: "What does my renters insurance not cover?", "What are the
 # exclusions?" are answered by the line's exclusion clauses.
-_WHOLE_POLICY_EXCLUDES = frozenset(
-    """not isn't doesn't don't aren't won't excluded exclude excludes exclusion exclusions
-    except exceptions""".split()
+_EXCLUSION_NOUNS = frozenset({"exclusion", "exclusions", "exceptions"})  # ask on their own
+_WHOLE_POLICY_EXCLUDES = _EXCLUSION_NOUNS | frozenset(
+    "not isn't doesn't don't aren't won't excluded exclude excludes except".split()
 )
 
 
@@ -484,7 +489,7 @@ def whole_policy_question(message: str, line: str) -> str | None:
     found = set(words(message))
     asks = found & _WHOLE_POLICY_ASKS or ({"what", "can", "claim"} <= found)
     excludes = found & _WHOLE_POLICY_EXCLUDES
-    if not (asks or found & {"exclusion", "exclusions", "exceptions"}):
+    if not (asks or excludes & _EXCLUSION_NOUNS):
         return None
     if not found - {"claim"} - excludes <= (_WHOLE_POLICY_WORDS | nouns):
         return None

@@ -433,7 +433,7 @@ class HybridModel(_IndexedModel):
             # question shares only filler words with any clause and drew definitions
             # and exclusions (issue 10, item 3).
             whole = None if outside else T.whole_policy_question(message, context.line)
-            of_kind = [i for i in order if index.kinds and index.kinds[i] == whole]
+            of_kind = [i for i in order if index.kinds[i] == whole] if whole and index.kinds else []
             if of_kind:
                 fits = True
                 principal = min(of_kind)
