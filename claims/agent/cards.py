@@ -92,6 +92,11 @@ class IndexedCard:
         """What retrieval matches: the question, then each alias."""
         return (self.question, *self.aliases)
 
+    @property
+    def asks_cover(self) -> bool:
+        """Whether the card answers whether something is covered (its question or an alias)."""
+        return any(T.asks_about_cover(text) for text in self.texts)
+
     def required_fails(self, context: CardContext | None) -> str:
         """Why a required condition fails (empty when all hold; None context: ignored)."""
         if context is None:
@@ -256,6 +261,8 @@ class CardRetrieval:
 
     requested: tuple[str, ...] = ()
     returned: tuple[IndexedCard, ...] = ()
+    # The returned cards sure enough to take a clause's place (see ``cards_fit``).
+    leading: tuple[str, ...] = ()
     conflicts: tuple[tuple[str, str], ...] = ()
     filtered: tuple[tuple[str, str], ...] = ()  # (card id, failed required condition)
     scores: tuple[tuple[str, float], ...] = ()
@@ -269,12 +276,11 @@ def cards_fit(
 ) -> tuple[CardRetrieval, tuple[str, ...]]:
     """At most ``limit`` items in all: which cards stay and which clauses to read.
 
-    A strong card (score ≥ STRONG_SCORE) keeps its place and brings the
+    A leading card (``CardRetrieval.leading``) keeps its place and brings the
     clauses it rests on (if in the directory); the chooser's clauses come
-    next; a weaker card only takes a place left free.
+    next; any other card only takes a place left free.
     """
-    scores = dict(cards.scores)
-    strong = [c for c in cards.returned if scores.get(c.card_id, 0.0) >= STRONG_SCORE]
+    strong = [c for c in cards.returned if c.card_id in cards.leading]
     weak = [c for c in cards.returned if c not in strong]
     sources = [cid for c in strong for cid in c.source_clause_ids if cid in known]
     clauses = list(dict.fromkeys([*sources, *chosen_clauses]))[: max(limit - len(strong), 0)]
@@ -311,9 +317,20 @@ def cards_score(index: CardIndex, message: str, vector: np.ndarray | None) -> li
 
 
 def cards_choose(
-    scored: list[CardScore], context: CardContext | None, *, limit: int = MAX_CARDS
+    scored: list[CardScore],
+    context: CardContext | None,
+    *,
+    limit: int = MAX_CARDS,
+    asks_cover: bool = False,
 ) -> CardRetrieval:
-    """Filter by required conditions, rank with optional ones, resolve topics."""
+    """Filter by required conditions, rank with optional ones, resolve topics.
+
+    A returned card leads (takes a clause's place) when it scores at least
+    STRONG_SCORE, unless the message asks whether something is covered
+    (``asks_cover``) and the card answers another kind of question: "Is my
+    car covered if it is stolen?" is answered by the cover clause, not by
+    "Do I need a Police report for a stolen car?", however close the words.
+    """
     filtered: list[tuple[str, str]] = []
     kept: list[CardScore] = []
     for entry in scored:
@@ -353,9 +370,16 @@ def cards_choose(
         if returned and entry.score < SECOND_RELATIVE * ranked[0].score:
             break
         returned.append(entry.card)
+    scores = {e.card.card_id: e.score for e in kept}
+    leading = tuple(
+        c.card_id
+        for c in returned
+        if scores[c.card_id] >= STRONG_SCORE and (c.asks_cover or not asks_cover)
+    )
     return CardRetrieval(
         requested=requested,
         returned=tuple(returned),
+        leading=leading,
         conflicts=tuple(conflicts),
         filtered=tuple(filtered),
         scores=tuple((e.card.card_id, round(e.score, 4)) for e in kept),
@@ -438,4 +462,9 @@ def cards_retrieve(
         # The glossary's words too ("deductible" → excess): the same text the
         # chooser embeds, so one model run serves both steps (embedder memo).
         vector = np.asarray(embedder.encode([T.expand(message)]), dtype=np.float32)[0]
-    return cards_choose(cards_score(index, message, vector), context, limit=limit)
+    return cards_choose(
+        cards_score(index, message, vector),
+        context,
+        limit=limit,
+        asks_cover=T.asks_about_cover(message),
+    )

@@ -333,15 +333,34 @@ def _excludes_what_was_asked(matching: list[Part], known: frozenset[str]) -> boo
 
 
 _COVER_KINDS = frozenset({"cover", "benefit"})
-_ASKS_COVER = re.compile(
-    r"\b(?:covered|covers?|coverage|insured|pay(?:s)? (?:for|out)|paid for|claim (?:for|an?))\b",
-    re.IGNORECASE,
-)
+asks_about_cover = T.asks_about_cover
 
 
-def asks_about_cover(text: str) -> bool:
-    """Whether a question asks if something is covered or paid for."""
-    return bool(_ASKS_COVER.search(text))
+def _matching_parts(
+    parts: list[Part], specific: frozenset[str], focus: frozenset[str]
+) -> list[Part]:
+    """The parts that speak to the question, best first: one, or two nearly as good.
+
+    A part is scored on the words asked about that it names. An exclusion is
+    matched only on what the customer asks about, and not on a word every
+    clause of the line uses ("damage", "car"): a card mentioned in passing does
+    not make the gift-cards line the answer to a car-theft question.
+    """
+    excluding = (specific & focus) - _COMMON
+
+    def score(part: Part) -> int:
+        return len((excluding if part.negative else specific) & part.terms)
+
+    # Best match first; on a tie, what the clause includes before what it
+    # excludes, then clause order (sorted is stable).
+    matching = sorted(
+        (p for p in parts if score(p)), key=lambda p: (score(p), not p.negative), reverse=True
+    )
+    if not matching:
+        return []
+    # the best, and a second one only if it matches on two words or more, nearly as well
+    top = score(matching[0])
+    return [matching[0]] + [p for p in matching[1:2] if score(p) >= 2 and score(p) >= top - 1]
 
 
 def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
@@ -398,29 +417,13 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
         if cover_owed and index > 0:
             # quoted for whether it covers what was asked: the part that names it
             specific = asked - _GENERIC - _COMMON
-        # An exclusion is matched only on what the customer asks about, and
-        # not on a word every clause of the line uses ("damage", "car"): a
-        # card mentioned in passing does not make the gift-cards line the
-        # answer to a car-theft question.
-        excluding = (specific & focus) - _COMMON
-
-        def score(
-            part: Part, specific: frozenset[str] = specific, excluding: frozenset[str] = excluding
-        ) -> int:
-            return len((excluding if part.negative else specific) & part.terms)
-
-        # Best match first; on a tie, what the clause includes before what it
-        # excludes, then clause order (sorted is stable).
-        matching = sorted(
-            (p for p in parts if score(p)), key=lambda p: (score(p), not p.negative), reverse=True
-        )
-        # Only the parts that speak to the question: the best, and a second
-        # one only if it matches on two words or more, nearly as well.
-        if matching:
-            top = score(matching[0])
-            matching = [matching[0]] + [
-                p for p in matching[1:2] if score(p) >= 2 and score(p) >= top - 1
-            ]
+        matching = _matching_parts(parts, specific, focus)
+        if cover_owed and index == 0 and matching and not matching[0].negative:
+            # "Is my car covered if it is stolen?": what the title names (theft) is what was
+            # asked about, so the part that says it is covered answers, not only a part that
+            # repeats the customer's word ("...or it is stolen and not found...")
+            specific = asked - _GENERIC - _COMMON
+            matching = _matching_parts(parts, specific, focus)
         # the customer's own words only: the glossary's additions name no part
         title_asked = frozenset(said & title_terms - _GENERIC - _COMMON)
         title_meant = frozenset(asked & title_terms - _GENERIC - _COMMON) - title_asked
@@ -436,7 +439,7 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
         if index == 0 and not applies:
             lines.append(schedule_line)
             lines.append(f"For reference, {heading} says:")
-        elif matching and _excludes_what_was_asked(matching, excluding & own):
+        elif matching and _excludes_what_was_asked(matching, ((specific & focus) - _COMMON) & own):
             lines.append(f"That is not included. {heading} says:")
         elif index == 0:
             lines.append(f"Here is what your wording says in {heading}:")
@@ -574,7 +577,7 @@ def reply_compose(inputs: ComposeInputs) -> Draft:
         if (
             answer_lines
             and asks_about_cover(inputs.message)
-            and not any(asks_about_cover(" ".join([c.question, *c.aliases])) for c in inputs.cards)
+            and not any(c.asks_cover for c in inputs.cards)
         ):
             lines.extend(answer_lines + card_lines)
         else:

@@ -198,6 +198,20 @@ def expand(message: str) -> str:
     return f"{message} ({'; '.join(found)})" if found else message
 
 
+# "Is it covered?", "will you pay for it?", "can I claim for a ...": whether something is
+# covered or paid for. Composition puts the wording before a card that answers another kind of
+# question; card retrieval never lets such a card lead.
+_ASKS_COVER = re.compile(
+    r"\b(?:covered|covers?|coverage|insured|pay(?:s)? (?:for|out)|paid for|claim (?:for|an?))\b",
+    re.IGNORECASE,
+)
+
+
+def asks_about_cover(text: str) -> bool:
+    """Whether a question asks if something is covered or paid for."""
+    return bool(_ASKS_COVER.search(text))
+
+
 # Filler a customer writes that never says what the question is about; also
 # dropped from matching (beyond STOP_WORDS, which keeps negations for BM25).
 _FILLER = frozenset(

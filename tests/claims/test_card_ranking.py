@@ -60,3 +60,13 @@ def test_below_the_bar_nothing_is_requested_and_at_most_two_cards_come_back():
     assert cards_choose(scored((cards[0], 0.40)), MOTOR).requested == ()
     chosen = cards_choose(scored(*((c, 0.9) for c in cards)), MOTOR)
     assert len(chosen.returned) == 2
+
+
+def test_a_strong_card_leads_unless_a_cover_question_meets_a_card_on_another_question():
+    procedure = card("QA-MTR-0101", question="Do I need a Police report for a stolen car?")
+    cover = card("QA-MTR-0102", question="Is my stolen bike covered?", topic="bike")
+    assert cards_choose(scored((procedure, 0.80)), MOTOR).leading == ("QA-MTR-0101",)
+    assert cards_choose(scored((procedure, 0.80)), MOTOR, asks_cover=True).leading == ()
+    assert cards_choose(scored((procedure, 0.80)), MOTOR, asks_cover=True).returned
+    assert cards_choose(scored((cover, 0.80)), MOTOR, asks_cover=True).leading == ("QA-MTR-0102",)
+    assert cards_choose(scored((procedure, 0.62)), MOTOR).returned == ()

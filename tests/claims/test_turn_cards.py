@@ -142,3 +142,10 @@ def test_a_draft_wording_that_changes_a_cited_clause_leaves_the_card_serving_unt
     body = _ask(api_client, "how do I book the hire car?")
     assert "QA-MTR-0003" not in body["cards"]["requested"]
     assert not any(c.get("card_id") == "QA-MTR-0003" for c in body["citations"])
+
+
+def test_a_how_to_question_is_still_led_by_its_card(api_client):
+    body = _ask(api_client, "My car was stolen, what do I do?")
+    assert body["cards"]["returned"][0] == "QA-MTR-0005"
+    assert body["clauses"]["returned"][0] == "MTR-CLM-02"
+    assert body["reply"].startswith("Yes: report it to the Police within 48 hours.")
