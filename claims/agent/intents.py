@@ -98,7 +98,11 @@ _PAST_EVENT = re.compile(
     r" (?:just |accidentally |then )?(?:was|were|got|crashed|hit|broke|smashed|stole|flooded|"
     r"burst|backed|reversed|rear[- ]?ended|dented|cracked|dropped|spilt|spilled|fell|blew|"
     r"caught|burned|burnt|damaged|scratched|keyed|lost|ran|collided|slid|skidded|did|caused|"
-    r"happened|occurred|came|went|scraped|clipped|nudged|bumped|knocked|leaked)\b",
+    r"happened|occurred|came|went|scraped|clipped|nudged|bumped|knocked|leaked)\b"
+    # "the tree that fell on my fence", "the pipe that burst last night"
+    r"|\b(?:that|which|who) (?:just )?(?:fell|crashed|hit|broke|burst|flooded|leaked|collapsed|"
+    r"caught fire|burned|burnt|blew|was (?:stolen|damaged|broken|destroyed|hit)|got (?:stolen|"
+    r"damaged|broken|destroyed|hit))\b",
     re.IGNORECASE,
 )
 # The question is about a case ("if I'm at fault", "when the excess is waived").
@@ -125,6 +129,7 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
         r"|\b(?:am i|was i|are we|were we|is (?:he|she|it|the other \w+)|was (?:he|she|it|the"
         r" other \w+)) (?:\w+ )?(?:at[- ]fault|to blame)\b"
         r"|\b\d+ ?(?:%|percent) (?:at )?fault\b|\bhow much of the (?:blame|fault)\b"
+        r"|\b(?:\d+ ?/ ?\d+|fifty[- ]fifty|split|shared) (?:fault|blame|liability)\b"
         r"|\b(?:blame|fault) is (?:mine|ours|theirs|his|hers)\b"
         r"|\b(?:is|was) (?:it|this|that) on (?:me|us)\b"
         r"|\b(?:put|pin|blame) (?:the |this |that )?(?:accident|crash|collision|blame|it|this|that)"
@@ -186,8 +191,21 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
         rf"|\b(?:is|are|isn't|aren't) {_SUBJ} (?:supposed|meant|required|obliged|obligated) to"
         r" (?:pay|cover|waive|refund|reimburse)\b"
         r"|\b(?:i|we) (?:shouldn't|should not|should) (?:have to |need to )?(?:pay|be charged)\b"
-        r"[^.?!]{0,20}\b(?:excess|deductible)\b",
+        r"[^.?!]{0,20}\b(?:excess|deductible)\b"
+        # "can I make my insurance company replace my phone?": forcing an outcome on a claim
+        rf"|\b(?:can|could|how (?:can|do)) (?:i|we) (?:make|force|get) {_SUBJ} (?:to )?(?:fix|"
+        r"repair|pay|cover|reconsider|change|increase|replace|refund|reimburse|settle|accept|"
+        r"approve)\b",
         "any",
+    ),
+    # "does my insurance have to pay for the tree that fell on the fence?": an obligation on
+    # one event of the customer's
+    (
+        "have_to",
+        rf"\b(?:does|do|will|would|is|are) {_SUBJ} (?:really |still |legally )?(?:have to|need to|"
+        r"required to|obliged to|obligated to|going to have to) (?:pay|cover|replace|refund|"
+        r"reimburse|fix|repair)\b",
+        "event",
     ),
     # "do I have to accept their offer?", "...half my fault. Do I have to agree?"
     (
@@ -263,7 +281,7 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
         rf"|\b(?:is|are|was|were) {_SUBJ} (?:right|wrong|correct) to\b"
         rf"|\bwhy (?:did|was|were|has|have|would|is) (?:{_SUBJ}|my (?:\w+ )?claim|the claim|"
         rf"my (?:\w+ )?\w+)\b[^.?!]{{0,30}}\b(?:declin\w*|den(?:y|ied)|reject\w*|refus\w*|"
-        rf"turned down|reduc\w*|total\w*|written off|wrote off|only pa\w+)",
+        rf"turned down|reduc\w*|total\w*|written off|wrote off|only (?:pa|offer)\w+)",
         "any",
     ),
     # should they pay, waive, refund

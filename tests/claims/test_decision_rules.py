@@ -30,6 +30,13 @@ from claims.agent.intents import asks_for_decision, decision_rule
         ("Do you reckon my claim will go through?", "claim_outcome"),
         ("Will I lose my no-claims bonus for the crash on Friday?", "claim_outcome"),
         ("Is my no claims discount affected by this accident? It wasn't me.", "claim_outcome"),
+        ("Is a 60/40 fault split fair when he ran the red light?", "fault"),
+        ("Why is the insurer only offering me $900 for the bike?", "may_they"),
+        (
+            "How can I get my insurer to replace the sofa instead of cleaning it?",
+            "held_responsible",
+        ),
+        ("Does my insurance have to pay for the fence that was hit by the truck?", "have_to"),
     ],
 )
 def test_a_judgement_on_ones_own_claim_names_its_rule(message, rule):
@@ -51,6 +58,9 @@ def test_a_judgement_on_ones_own_claim_names_its_rule(message, rule):
         "Does a write-off pay more than market value?",
         "How does the no-claims bonus work?",
         "Do I lose my no-claims bonus if I make a claim?",
+        "Does home insurance have to pay for a tree that falls in a storm?",
+        "Can I get a rental car while mine is repaired?",
+        "How is fault split when both drivers changed lanes?",
     ],
 )
 def test_a_general_question_is_not_a_decision_request(message):
