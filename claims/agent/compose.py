@@ -51,7 +51,7 @@ _GENERIC = frozenset(
     T.stem(w)
     for w in "pay paid cover covered covers claim claims policy insured get help happen"
     " happens need know someone somebody anyone anybody something anything everything"
-    " thing things stuff".split()
+    " thing things stuff another".split()
 )
 
 
@@ -409,7 +409,20 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
             lines.append(f"- {_quote(_quoted(parts[0]))}")
             cited.append(clause.clause_id)
             continue
-        if index > 0 and not ((asked - _GENERIC - answered) & own) and not cover_owed:
+        # "Does renters insurance cover vehicle theft?": an exclusion whose title names what
+        # was asked is quoted even after a cover clause spoke of the same words, because it
+        # says what that cover leaves out.
+        exclusion_owed = (
+            asks_cover
+            and clause.kind == "exclusion"
+            and bool((asked - _GENERIC - _COMMON) & T.terms(clause.title))
+        )
+        if (
+            index > 0
+            and not ((asked - _GENERIC - answered) & own)
+            and not cover_owed
+            and not exclusion_owed
+        ):
             continue  # a further clause that adds nothing to what was asked
         quoted_kinds.add(clause.kind)
         title_terms = T.terms(clause.title)

@@ -746,3 +746,14 @@ def test_a_topic_no_clause_answers_is_queued_not_answered_from_a_neighbour(api_c
     body = say(api_client, start(api_client, "NW-MTR-204518"), message)
     assert body["citations"] == [], body["citations"]
     assert body["pending_question"]["reason"] == "no_clause"
+
+
+def test_a_cover_question_also_quotes_the_exclusion_that_names_what_was_asked(api_client):
+    # The cover clause already quoted "theft"; the exclusion returned after it says which
+    # thefts are left out, so it is quoted too instead of being skipped as adding nothing.
+    body = say(
+        api_client, start(api_client, "NW-CNT-410815"), "Does my contents cover include theft?"
+    )
+    assert "CNT-EXC-03" in body["clauses"]["returned"]
+    assert "CNT-EXC-03" in cited(body)
+    assert "by a flatmate" in body["reply"]
