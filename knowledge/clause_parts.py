@@ -11,11 +11,13 @@ from __future__ import annotations
 import re
 from typing import TypedDict
 
-# The clause stating its own exclusion ("Not included:", "We do not cover"),
-# not a sentence about someone else ("The NHC does not cover ...").
+# The clause stating its own exclusion ("Not included:", "We do not cover", "This policy
+# does not cover:"), not a sentence about someone else ("The NHC does not cover ...", "injury
+# to other people that is not covered by ACC: up to NZD 1,000,000" is what we pay).
 _NEGATIVE = re.compile(
     r"^(not included|not covered|excluded)\b|\b(we do not cover|we don't cover|"
-    r"we do not pay|is not covered|are not covered|not included)\b",
+    r"we do not pay|(?:this|the|your) policy does not cover|"
+    r"(?:is|are) not covered(?! by (?:acc|the nhc|nhc|eqc|the natural hazards))|not included)\b",
     re.IGNORECASE,
 )
 _AMOUNT = re.compile(r"\b(NZD|\$)\s?[\d,]+|\bup to\b|\blimit\b", re.IGNORECASE)

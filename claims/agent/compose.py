@@ -336,6 +336,49 @@ _COVER_KINDS = frozenset({"cover", "benefit"})
 asks_about_cover = T.asks_about_cover
 
 
+def _cover_includes(clauses: tuple[FetchedClause, ...], asked: frozenset[str]) -> bool:
+    """Whether a returned cover clause names what was asked in a part that includes it.
+
+    A benefit's "Not covered by this benefit: hit-and-run accidents" speaks for that benefit
+    only; when a cover clause includes the event ("a collision or rollover"), the reply must
+    not open "That is not included".
+    """
+    wanted = asked - _GENERIC - _COMMON
+    return any(
+        part.terms & wanted
+        for clause in clauses
+        if clause.kind == "cover"
+        for part in _parts(clause)
+        if not part.negative
+    )
+
+
+def _cover_first(
+    clauses: tuple[FetchedClause, ...],
+    asked: frozenset[str],
+    focus: frozenset[str],
+    asks_cover: bool,
+) -> tuple[FetchedClause, ...]:
+    """The clauses in the order they are quoted: the selector's, with one exception.
+
+    "Is a hit and run covered?" may bring MTR-BEN-08 first, whose only part naming it is
+    "Not covered by this benefit: hit-and-run accidents..."; the cover clause that includes
+    the event ("a collision or rollover") is then quoted first, so the reply opens with what
+    the policy covers and the benefit's limit follows.
+    """
+    if not asks_cover or len(clauses) < 2 or clauses[0].kind != "benefit":
+        return clauses
+    first = clauses[0]
+    specific = asked - T.terms(first.title) - _GENERIC - _COMMON
+    matching = _matching_parts(_parts(first), specific, focus)
+    if not matching or not matching[0].negative:
+        return clauses
+    for position, clause in enumerate(clauses):
+        if clause.kind == "cover" and _cover_includes((clause,), asked):
+            return (clause, *clauses[:position], *clauses[position + 1 :])
+    return clauses
+
+
 def _matching_parts(
     parts: list[Part], specific: frozenset[str], focus: frozenset[str]
 ) -> list[Part]:
@@ -388,7 +431,7 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
     # by its opening part, so the reply names all of them, not only the first.
     whole_policy = T.whole_policy_question(message, inputs.facts.line or "")
     quoted_kinds: set[str] = set()
-    for index, clause in enumerate(inputs.fetch.returned):
+    for index, clause in enumerate(_cover_first(inputs.fetch.returned, asked, focus, asks_cover)):
         parts = _parts(clause)
         if not parts:
             continue
@@ -453,7 +496,17 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
             lines.append(schedule_line)
             lines.append(f"For reference, {heading} says:")
         elif matching and _excludes_what_was_asked(matching, ((specific & focus) - _COMMON) & own):
-            lines.append(f"That is not included. {heading} says:")
+            # Leading, the exclusion answers the question; after another clause it says what
+            # this one leaves out, not that the whole question is "not included" (hitting a
+            # deer is covered by MTR-COV-01; MTR-BEN-08's no-excess benefit leaves it out).
+            if index == 0 and not (
+                clause.kind == "benefit" and _cover_includes(inputs.fetch.returned, asked)
+            ):
+                lines.append(f"That is not included. {heading} says:")
+            elif clause.kind == "exclusion":
+                lines.append(f"{heading} excludes:")
+            else:
+                lines.append(f"What {heading} does not include:")
         elif index == 0:
             lines.append(f"Here is what your wording says in {heading}:")
         else:

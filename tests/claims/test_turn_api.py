@@ -757,3 +757,21 @@ def test_a_cover_question_also_quotes_the_exclusion_that_names_what_was_asked(ap
     assert "CNT-EXC-03" in body["clauses"]["returned"]
     assert "CNT-EXC-03" in cited(body)
     assert "by a flatmate" in body["reply"]
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["Does my car insurance cover hitting a deer?", "Is a hit and run covered?"],
+)
+def test_a_benefits_own_limit_never_says_the_covered_event_is_not_included(api_client, message):
+    # MTR-BEN-08 (no excess when another driver caused it) says "Not covered by this benefit:
+    # accidents where no other vehicle was involved ... hit-and-run accidents ..."; the event
+    # itself is covered by MTR-COV-01, which the reply quotes first.
+    body = say(api_client, start(api_client, "NW-MTR-204518"), message)
+    reply = body["reply"]
+    assert "That is not included" not in reply
+    assert cited(body)[0] == "MTR-COV-01"
+    assert reply.startswith("Here is what your wording says in MTR-COV-01")
+    assert "a collision or rollover" in reply
+    if "MTR-BEN-08" in cited(body):
+        assert "What MTR-BEN-08 (" in reply and ") does not include:" in reply

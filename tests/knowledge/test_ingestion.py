@@ -573,3 +573,38 @@ def test_ingestion_stores_each_clauses_quotable_parts_once(demo):
     assert cash["lead_in"] == "Not covered:" and cash["negative"] is True
     # every part is verbatim from the stored clause
     assert all(p["text"] in covered.text for p in covered.parts)
+
+
+def test_a_part_is_an_exclusion_when_the_policy_excludes_not_when_another_scheme_does(demo):
+    from knowledge.models import Clause
+
+    def part(clause_id: str, start: str) -> dict:
+        clause = Clause.objects.get(clause_id=clause_id, version__label="2026.2")
+        return next(p for p in clause.parts if p["text"].startswith(start))
+
+    # "This policy does not cover:" is the lead-in of CNT-EXC-02's bullets
+    cars = part("CNT-EXC-02", "cars, motorcycles")
+    assert cars["lead_in"] == "This policy does not cover:" and cars["negative"] is True
+    # what the liability cover pays: injury that ACC does not cover
+    injury = part("MTR-COV-03", "injury to other people that is not covered by ACC")
+    assert injury["negative"] is False
+    # a second home "is not covered by this policy": the policy's own exclusion
+    assert part("HOM-GEN-01", "Where: your home at the address")["negative"] is True
+
+
+def test_stored_parts_are_parsed_again_when_the_parser_changes(demo):
+    """Migration 0010 re-derives every clause's parts from its text."""
+    import importlib
+
+    from django.apps import apps
+
+    from knowledge.clause_parts import clause_parts
+    from knowledge.models import Clause
+
+    refresh = importlib.import_module("knowledge.migrations.0010_clause_parts_refresh")
+    clause = Clause.objects.get(clause_id="MTR-COV-03", version__label="2026.2")
+    stale = [dict(p, negative=True) for p in clause.parts]
+    Clause.objects.filter(pk=clause.pk).update(parts=stale)
+    refresh.parts_refresh(apps, None)
+    clause.refresh_from_db()
+    assert clause.parts == clause_parts(clause.text) != stale
