@@ -114,6 +114,8 @@ class FetchedClause:
     sha256: str
     # The quotable parts parsed at ingestion (knowledge.clause_parts), from the row.
     parts: tuple[dict, ...] = ()
+    # The clause's similar questions (the wording's "Questions:"), from the row.
+    questions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -208,6 +210,7 @@ class StorageClauseStore:
                     version_label=row.version.label,
                     sha256=row.sha256,
                     parts=tuple(row.parts or ()),
+                    questions=tuple(row.questions or ()),
                 )
             )
         return ClauseFetch(status="ok", returned=tuple(returned), not_found=not_found, detail="")

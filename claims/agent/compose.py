@@ -55,6 +55,19 @@ _GENERIC = frozenset(
 )
 
 
+# Words for insurance, for what each line insures, and the verbs every kind of claim
+# question uses: a clause's similar questions sharing one of them with the message says
+# nothing about whether the clause answers it.
+_LINE_WORDS = frozenset(
+    T.stem(w)
+    for w in [
+        *(n for nouns in T.LINE_NOUNS.values() for n in nouns),
+        *"insurance insurer fix fixed repair repaired replace replaced".split(),
+    ]
+    if "'" not in w
+)
+
+
 def terms(text: str) -> frozenset[str]:
     """A customer's content stems with the wording's words for them (the toolkit's)."""
     return T.terms(text, customer=True)
@@ -431,7 +444,12 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
     # by its opening part, so the reply names all of them, not only the first.
     whole_policy = T.whole_policy_question(message, inputs.facts.line or "")
     quoted_kinds: set[str] = set()
-    for index, clause in enumerate(_cover_first(inputs.fetch.returned, asked, focus, asks_cover)):
+    ordered = _cover_first(inputs.fetch.returned, asked, focus, asks_cover)
+    speak = [T.terms(f"{c.title} {c.text} {' '.join(c.questions)}") for c in ordered]
+    others_speak = [
+        frozenset().union(*(t for j, t in enumerate(speak) if j != i)) for i in range(len(speak))
+    ]
+    for index, clause in enumerate(ordered):
         parts = _parts(clause)
         if not parts:
             continue
@@ -460,9 +478,21 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
             and clause.kind == "exclusion"
             and bool((asked - _GENERIC - _COMMON) & T.terms(clause.title))
         )
+        # what the clause speaks to: its own words, and the similar questions it answers
+        # ("Can I drive in Europe or Canada on my car policy?" for the where-covered clause)
+        # (only a word that no other returned clause's text or questions has: "Europe" in
+        # "Can I drive in Europe or Canada on my car policy?"; not "renters", "flat" or
+        # "crash", which many clauses' questions use)
+        asked_of_questions = (
+            (asked - _GENERIC - _COMMON - _LINE_WORDS - answered)
+            & T.terms(" ".join(clause.questions)) - others_speak[index]
+            if clause.questions
+            else frozenset()
+        )
         if (
             index > 0
             and not ((asked - _GENERIC - answered) & own)
+            and not asked_of_questions
             and not cover_owed
             and not exclusion_owed
         ):

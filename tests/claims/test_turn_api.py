@@ -775,3 +775,16 @@ def test_a_benefits_own_limit_never_says_the_covered_event_is_not_included(api_c
     assert "a collision or rollover" in reply
     if "MTR-BEN-08" in cited(body):
         assert "What MTR-BEN-08 (" in reply and ") does not include:" in reply
+
+
+def test_a_further_clause_is_quoted_when_its_similar_questions_name_what_was_asked(api_client):
+    # HOM-COV-02's text says "the Natural Hazards Commission (NHC)"; its similar questions say
+    # EQC, as customers still do. Quoted only on that word: the excess clause before it had
+    # already used "earthquake", "chimney" and "claim".
+    body = say(
+        api_client,
+        start(api_client, "NW-HOM-310042"),
+        "Our chimney fell in the earthquake, is it EQC or you that pays?",
+    )
+    assert "HOM-COV-02" in body["clauses"]["returned"][1:]
+    assert "HOM-COV-02" in cited(body)
