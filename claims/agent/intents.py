@@ -83,7 +83,7 @@ _DECISION_CONTEXT = re.compile(
     r"excess|deductible|reduc\w+|cancel\w*|charg\w+|estimate|claim|decision|blam\w*|fault|"
     r"liab\w*|responsib\w*|quot\w*|pay(?:ing)? (?:me|us)|void\w*|lied|fraud\w*|arson|"
     r"won'?t (?:pay|cover)|partly|partially|only (?:paid|covered)|total loss"
-    r"|(?:insurer|insurance company|adjuster|assessor|they|you) (?:says?|said|told|reckons?))\b",
+    r"|(?:insurer|insurance(?: company)?|adjuster|assessor|they|you) (?:says?|said|told|reckons?))\b",
     re.IGNORECASE,
 )
 # A specific past event of the customer's: dated, or told in the past tense.
@@ -173,7 +173,7 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
         rf"|\b(?:did|does|has|have) {_SUBJ} (?:get|got|gotten) (?:it|this|that|the \w+) (?:right|"
         r"wrong)\b"
         r"|\b(?:is|was) (?:that|this|it) all (?:i'm|i am|we're|we are|i|we) (?:getting|get|owed)\b"
-        r"|\bcan (?:i|we) (?:make|force|get) (?:them|you|him|her|the \w+) (?:to )?(?:fix|repair|"
+        r"|\bcan (?:i|we) (?:make|force|get|ask) (?:them|you|him|her|the \w+) (?:to )?(?:fix|repair|"
         r"pay|cover|reconsider|change|increase)\b"
         rf"|\b(?:were|was|is|are) {_SUBJ} (?:right|wrong|correct|justified|allowed|entitled)\b"
         r"|\bcan (?:they|you) (?:do|even do) that\b|\bfair enough\?"
@@ -224,7 +224,9 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
         r"|\b(?:can|could) (?:i|we) (?:\w+ )?(?:challenge|dispute|contest|fight|appeal|argue"
         r" (?:with|against))\b (?:it|this|that|them|(?:the|their|your|my|our) (?:\w+ ){0,2}"
         r"(?:decision|denial|decline|offer|valuation|assessment|payout|settlement|estimate|"
-        r"claim))\b",
+        r"claim))\b"
+        # "...says the damage was there before. How do I prove them wrong?"
+        r"|\bprove (?:them|you|him|her|it|the \w+|my \w+(?: company)?) wrong\b",
         "context",
     ),
     # "is the adjuster lowballing me?"; "should I hold out for more than you offered?"
@@ -283,6 +285,19 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
         rf"my (?:\w+ )?\w+)\b[^.?!]{{0,30}}\b(?:declin\w*|den(?:y|ied)|reject\w*|refus\w*|"
         rf"turned down|reduc\w*|total\w*|written off|wrote off|only (?:pa|offer)\w+)",
         "any",
+    ),
+    # "can they refuse to pay me?": a refusal of the customer's own payout
+    (
+        "refuse_me",
+        rf"\b(?:can|could|may|will|would) {_SUBJ} (?:be allowed to |legally |just |really )?"
+        r"(?:refuse|decline|deny|reject|stop|get out of)(?: to)? pay(?:ing)? (?:me|us|out to me|my)\b",
+        "any",
+    ),
+    # "is my insurance company responsible for the rental car bill after my crash last week?"
+    (
+        "responsible_event",
+        rf"\b(?:is|are|was|were) {_SUBJ} (?:\w+ )?(?:liable|responsible) for\b",
+        "event",
     ),
     # should they pay, waive, refund
     (
@@ -347,6 +362,11 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
     ),
 ]
 DECISION_RE = [(name, re.compile(p, re.IGNORECASE), need) for name, p, need in _DECISION_RULES]
+# An insurer in general ("an insurance company", "an adjuster"): the question is about how
+# insurers behave, not about the customer's own offer.
+_ANY_INSURER = re.compile(
+    r"\b(?:an|any) (?:insurance company|insurer|insurance provider|adjuster|assessor)\b", re.I
+)
 _SENTENCE_RE = re.compile(r"[^.?!\n]+[.?!]*")
 
 
@@ -385,6 +405,8 @@ def decision_rule(message: str) -> str | None:
                 # "how do you decide who is at fault?"; "totally their fault." told,
                 # not asked
                 continue
+            if name in ("must_accept", "claim_outcome") and _ANY_INSURER.search(sentence):
+                continue  # "do I need to accept the first offer from an insurance company?"
             for m in pattern.finditer(sentence):
                 if need == "context" and not context:
                     continue

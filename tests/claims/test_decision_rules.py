@@ -37,6 +37,12 @@ from claims.agent.intents import asks_for_decision, decision_rule
             "held_responsible",
         ),
         ("Does my insurance have to pay for the fence that was hit by the truck?", "have_to"),
+        ("They reckon the garage fire was deliberate. Can they refuse to pay me?", "refuse_me"),
+        (
+            "Is the insurer responsible for my towing bill after the crash on Friday?",
+            "responsible_event",
+        ),
+        ("The assessor says the crack was old. How do I prove him wrong?", "contest"),
     ],
 )
 def test_a_judgement_on_ones_own_claim_names_its_rule(message, rule):
@@ -61,6 +67,8 @@ def test_a_judgement_on_ones_own_claim_names_its_rule(message, rule):
         "Does home insurance have to pay for a tree that falls in a storm?",
         "Can I get a rental car while mine is repaired?",
         "How is fault split when both drivers changed lanes?",
+        "Should I accept the first offer an insurer makes?",
+        "Is the insurer responsible for towing after a crash?",
     ],
 )
 def test_a_general_question_is_not_a_decision_request(message):
