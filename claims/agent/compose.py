@@ -478,14 +478,15 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
             and clause.kind == "exclusion"
             and bool((asked - _GENERIC - _COMMON) & T.terms(clause.title))
         )
-        # what the clause speaks to: its own words, and the similar questions it answers
-        # ("Can I drive in Europe or Canada on my car policy?" for the where-covered clause)
-        # (only a word that no other returned clause's text or questions has: "Europe" in
-        # "Can I drive in Europe or Canada on my car policy?"; not "renters", "flat" or
-        # "crash", which many clauses' questions use)
+        # A clause also speaks to what its similar questions ask, on a word no other returned
+        # clause's text or questions has: "Europe" in MTR-GEN-01's "Can I drive in Europe or
+        # Canada on my car policy?"; not "renters", "flat" or "crash", which many share.
         asked_of_questions = (
-            (asked - _GENERIC - _COMMON - _LINE_WORDS - answered)
-            & T.terms(" ".join(clause.questions)) - others_speak[index]
+            (
+                (asked - _GENERIC - _COMMON - _LINE_WORDS - answered)
+                & T.terms(" ".join(clause.questions))
+            )
+            - others_speak[index]
             if clause.questions
             else frozenset()
         )

@@ -83,7 +83,8 @@ _DECISION_CONTEXT = re.compile(
     r"excess|deductible|reduc\w+|cancel\w*|charg\w+|estimate|claim|decision|blam\w*|fault|"
     r"liab\w*|responsib\w*|quot\w*|pay(?:ing)? (?:me|us)|void\w*|lied|fraud\w*|arson|"
     r"won'?t (?:pay|cover)|partly|partially|only (?:paid|covered)|total loss"
-    r"|(?:insurer|insurance(?: company)?|adjuster|assessor|they|you) (?:says?|said|told|reckons?))\b",
+    r"|(?:insurer|insurance(?: company)?|adjuster|assessor|they|you)"
+    r" (?:says?|said|told|reckons?))\b",
     re.IGNORECASE,
 )
 # A specific past event of the customer's: dated, or told in the past tense.
@@ -173,8 +174,8 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
         rf"|\b(?:did|does|has|have) {_SUBJ} (?:get|got|gotten) (?:it|this|that|the \w+) (?:right|"
         r"wrong)\b"
         r"|\b(?:is|was) (?:that|this|it) all (?:i'm|i am|we're|we are|i|we) (?:getting|get|owed)\b"
-        r"|\bcan (?:i|we) (?:make|force|get|ask) (?:them|you|him|her|the \w+) (?:to )?(?:fix|repair|"
-        r"pay|cover|reconsider|change|increase)\b"
+        r"|\bcan (?:i|we) (?:make|force|get|ask) (?:them|you|him|her|the \w+) (?:to )?"
+        r"(?:fix|repair|pay|cover|reconsider|change|increase)\b"
         rf"|\b(?:were|was|is|are) {_SUBJ} (?:right|wrong|correct|justified|allowed|entitled)\b"
         r"|\bcan (?:they|you) (?:do|even do) that\b|\bfair enough\?"
         r"|\b(?:reconsider|re-?assess|look (?:at (?:it|my claim) )?again)\b"
@@ -290,7 +291,8 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
     (
         "refuse_me",
         rf"\b(?:can|could|may|will|would) {_SUBJ} (?:be allowed to |legally |just |really )?"
-        r"(?:refuse|decline|deny|reject|stop|get out of)(?: to)? pay(?:ing)? (?:me|us|out to me|my)\b",
+        r"(?:refuse|decline|deny|reject|stop|get out of)(?: to)? pay(?:ing)?"
+        r" (?:me|us|out to me|my)\b",
         "any",
     ),
     # "is my insurance company responsible for the rental car bill after my crash last week?"
