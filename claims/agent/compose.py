@@ -346,7 +346,6 @@ def _excludes_what_was_asked(matching: list[Part], known: frozenset[str]) -> boo
 
 
 _COVER_KINDS = frozenset({"cover", "benefit"})
-asks_about_cover = T.asks_about_cover
 
 
 def _cover_includes(clauses: tuple[FetchedClause, ...], asked: frozenset[str]) -> bool:
@@ -439,7 +438,7 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
     lines: list[str] = []
     cited: list[str] = []
     answered: set[str] = set()  # what the reply has quoted so far: parts quoted, their titles
-    asks_cover = asks_about_cover(message)
+    asks_cover = T.asks_about_cover(message)
     # "What does my car insurance cover?": each principal cover returned is quoted
     # by its opening part, so the reply names all of them, not only the first.
     whole_policy = T.whole_policy_question(message, inputs.facts.line or "")
@@ -673,7 +672,7 @@ def reply_compose(inputs: ComposeInputs) -> Draft:
         # car?" beside "Is my car covered if it is stolen?"): then the wording comes first.
         if (
             answer_lines
-            and asks_about_cover(inputs.message)
+            and T.asks_about_cover(inputs.message)
             and not any(c.asks_cover for c in inputs.cards)
         ):
             lines.extend(answer_lines + card_lines)

@@ -71,6 +71,11 @@ _OUTCOME_VERB = (
     r"cancelled|canceled|drop|dropped|total|totaled|totalled|write off|wrote off|written off|"
     r"lowball|lowballed|turn down|turned down|only pay|only paid|not pay)"
 )
+# What a customer wants to make the insurer do: "can I make them fix it / pay the rest?".
+_FORCED = (
+    r"(?:fix|repair|pay|cover|reconsider|change|increase|replace|refund|reimburse|settle|"
+    r"accept|approve)"
+)
 # What a decision about a claim is made on: "deny my claim", "total my car".
 _CLAIM_THING = (
     r"(?:\w+ )?(?:claim|claims|payout|pay-out|settlement|car|vehicle|house|home|policy|cover|"
@@ -174,8 +179,8 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
         rf"|\b(?:did|does|has|have) {_SUBJ} (?:get|got|gotten) (?:it|this|that|the \w+) (?:right|"
         r"wrong)\b"
         r"|\b(?:is|was) (?:that|this|it) all (?:i'm|i am|we're|we are|i|we) (?:getting|get|owed)\b"
-        r"|\bcan (?:i|we) (?:make|force|get|ask) (?:them|you|him|her|the \w+) (?:to )?"
-        r"(?:fix|repair|pay|cover|reconsider|change|increase)\b"
+        rf"|\bcan (?:i|we) (?:make|force|get|ask) (?:them|you|him|her|the \w+) (?:to )?"
+        rf"{_FORCED}\b"
         rf"|\b(?:were|was|is|are) {_SUBJ} (?:right|wrong|correct|justified|allowed|entitled)\b"
         r"|\bcan (?:they|you) (?:do|even do) that\b|\bfair enough\?"
         r"|\b(?:reconsider|re-?assess|look (?:at (?:it|my claim) )?again)\b"
@@ -194,9 +199,8 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
         r"|\b(?:i|we) (?:shouldn't|should not|should) (?:have to |need to )?(?:pay|be charged)\b"
         r"[^.?!]{0,20}\b(?:excess|deductible)\b"
         # "can I make my insurance company replace my phone?": forcing an outcome on a claim
-        rf"|\b(?:can|could|how (?:can|do)) (?:i|we) (?:make|force|get) {_SUBJ} (?:to )?(?:fix|"
-        r"repair|pay|cover|reconsider|change|increase|replace|refund|reimburse|settle|accept|"
-        r"approve)\b",
+        rf"|\b(?:can|could|how (?:can|do)) (?:i|we) (?:make|force|get|ask) {_SUBJ} (?:to )?"
+        rf"{_FORCED}\b",
         "any",
     ),
     # "does my insurance have to pay for the tree that fell on the fence?": an obligation on
@@ -407,8 +411,10 @@ def decision_rule(message: str) -> str | None:
                 # "how do you decide who is at fault?"; "totally their fault." told,
                 # not asked
                 continue
-            if name in ("must_accept", "claim_outcome") and _ANY_INSURER.search(sentence):
-                continue  # "do I need to accept the first offer from an insurance company?"
+            if _ANY_INSURER.search(sentence):
+                # about insurers in general, not one's own claim: "do I need to accept the
+                # first offer from an insurance company?"
+                continue
             for m in pattern.finditer(sentence):
                 if need == "context" and not context:
                     continue
