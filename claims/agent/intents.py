@@ -114,6 +114,12 @@ _PAST_EVENT = re.compile(
 # The question is about a case ("if I'm at fault", "when the excess is waived").
 _HYPOTHETICAL_BEFORE = re.compile(r"\b(?:if|when|whenever|unless|in case)\b[^,;:]*$", re.I)
 _HYPOTHETICAL_AFTER = re.compile(r"^[^,;:]*\b(?:if|in case)\b", re.I)
+# "Can you tell me if my claim will go through?": an "if" that asks, not one that supposes.
+_INDIRECT_IF = re.compile(
+    r"\b(?:tell (?:me|us)|let (?:me|us) know|know|wonder(?:ing)?|ask(?:ing)?|find out|see|"
+    r"check|sure|idea) if\b",
+    re.I,
+)
 _PROCESS = re.compile(
     r"^\W*how\b[^?]*\b(?:decide|decided|determine|determined|work out|worked out|establish|"
     r"assess|assessed|figure out)\b",
@@ -330,8 +336,8 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
         r"[^.?!]{0,50}\b(?:be |get |being |been |is |"
         r"going to be )(?:accepted|approved|paid|covered|declined|denied|rejected|successful|"
         r"honou?red)\b"
-        r"|\b(?:my|our|this|that) (?:\w+ ){0,2}claim (?:will|would|'ll|is going to|might|could) "
-        r"(?:go through|succeed|work out|be ok)\b"
+        r"|\b(?:my|our|this|that) (?:\w+ ){0,2}claim\b[^.?!]{0,50}?(?:will|would|'ll|is going to|"
+        r"might|could) (?:go through|succeed|work out|be ok)\b"
         # a bonus, on the customer's own crash: "will I lose my no-claims bonus for this crash?"
         r"|\b(?:lose|losing|lost|keep|affect\w*|hit|drop|go down|protect\w*)\b[^.?!]{0,30}"
         r"\bno[- ]claims? (?:bonus|discount)\b[^.?!]{0,40}\b(?:this|that|the|my|our) "
@@ -377,7 +383,7 @@ _SENTENCE_RE = re.compile(r"[^.?!\n]+[.?!]*")
 
 
 def _hypothetical(sentence: str, start: int, end: int, *, after: bool) -> bool:
-    if _HYPOTHETICAL_BEFORE.search(sentence[:start]):
+    if _HYPOTHETICAL_BEFORE.search(_INDIRECT_IF.sub(" ", sentence[:start])):
         return True
     return after and bool(_HYPOTHETICAL_AFTER.search(sentence[end:]))
 

@@ -28,6 +28,9 @@ from claims.agent.intents import asks_for_decision, decision_rule
         ("Can I ask for more than what the assessor valued my boat at?", "offer_too_low"),
         ("Is Northwind right to call it wear and tear?", "may_they"),
         ("Do you reckon my claim will go through?", "claim_outcome"),
+        # an "if" that asks, not one that supposes
+        ("Can you tell me if my claim for the stolen jewellery will go through?", "claim_outcome"),
+        ("Do you know if my claim for the dent will be accepted?", "claim_outcome"),
         ("Will I lose my no-claims bonus for the crash on Friday?", "claim_outcome"),
         ("Is my no claims discount affected by this accident? It wasn't me.", "claim_outcome"),
         ("Is a 60/40 fault split fair when he ran the red light?", "fault"),
@@ -69,6 +72,7 @@ def test_a_judgement_on_ones_own_claim_names_its_rule(message, rule):
         "How is fault split when both drivers changed lanes?",
         "Should I accept the first offer an insurer makes?",
         "Is the insurer responsible for towing after a crash?",
+        "If my claim is approved, when is it paid?",
     ],
 )
 def test_a_general_question_is_not_a_decision_request(message):
