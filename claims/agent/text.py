@@ -414,9 +414,30 @@ CLEARLY_OUTSIDE = (
     r"on (?:my |your |the |their )?(?:driving |insurance )?record|"
     r"claims? (?:is |was |got |has been |been )?(?:denied|declined|rejected|refused)|"
     r"(?:denied|declined|rejected|refused) claims?|"
-    r"claim (?:is |was |be )?(?:still )?(?:open|complete|completed|finished|closed|finali[sz]ed)"
+    r"claim (?:is |was |be )?(?:still )?(?:open|complete|completed|finished|closed|finali[sz]ed)|"
+    # term insurance is a life product ("long-term care" and "short-term" are not it)
+    r"(?<!-)term (?:life )?(?:insurance|assurance|polic(?:y|ies)|plans?)|"
+    # the law and the council, not the wording
+    r"is it (?:legal|illegal|against the law|an offence) to|"
+    r"do (?:i|we) need (?:a )?(?:building |resource )consent"
 )
 _CLEARLY_OUTSIDE_RE = re.compile(rf"\b(?:{CLEARLY_OUTSIDE})\b")
+# What building or repair work costs on the market ("how much does it cost to
+# replace a roof?") and how to do a job oneself ("how do I get rid of mice?"): no
+# wording says. Only when the message names neither the insurance nor a
+# payment, since "how much does it cost me to replace my windscreen under my
+# policy?" is the excess-free glass benefit.
+_PRICE_OF_WORK_RE = re.compile(
+    r"\b(?:(?:how much|what) (?:does|do|would|will|might|could|should) (?:it )?"
+    r"(?:typically |usually |normally )?cost (?:me |us )?to (?:replace|repair|fix|rebuild|"
+    r"build|re-?roof|paint|install|remove|clean|renovate)|cost of (?:replacing|repairing|"
+    r"fixing|rebuilding|building|painting|installing|removing) (?:a|an)|"
+    r"how (?:do|can|should) (?:i|we) (?:get rid of|kill|trap|unblock|exterminate|fumigate))\b"
+)
+_NAMES_INSURANCE_RE = re.compile(
+    r"\b(?:insur\w*|polic(?:y|ies)|cover\w*|claim\w*|excess|deductible|premiums?|pay|pays|"
+    r"paid|northwind|you|your)\b"
+)
 
 
 def _lowered(message: str) -> str:
@@ -426,7 +447,10 @@ def _lowered(message: str) -> str:
 
 def clearly_outside(message: str) -> bool:
     """Whether the message names a topic that no clause of a wording answers."""
-    return bool(_CLEARLY_OUTSIDE_RE.search(_lowered(message)))
+    text = _lowered(message)
+    if _CLEARLY_OUTSIDE_RE.search(text):
+        return True
+    return bool(_PRICE_OF_WORK_RE.search(text)) and not _NAMES_INSURANCE_RE.search(text)
 
 
 # The patterns are lower case and read a lower-cased message (faster than

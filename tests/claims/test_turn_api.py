@@ -788,3 +788,18 @@ def test_a_further_clause_is_quoted_when_its_similar_questions_name_what_was_ask
     )
     assert "HOM-COV-02" in body["clauses"]["returned"][1:]
     assert "HOM-COV-02" in cited(body)
+
+
+@pytest.mark.parametrize(
+    "policy, message",
+    [
+        ("NW-HOM-310042", "How Much Does It Cost To Replace A Roof?"),
+        ("NW-MTR-204518", "What Is Term Insurance?"),
+        ("NW-MTR-204518", "Is it legal to drive with a cracked tail light in NZ?"),
+    ],
+)
+def test_market_prices_life_products_and_the_law_are_queued_uncited(api_client, policy, message):
+    body = say(api_client, start(api_client, policy), message)
+    assert body["clauses"]["returned"] == [], body["clauses"]
+    assert body["citations"] == []
+    assert body["pending_question"] is not None

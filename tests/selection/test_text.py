@@ -114,6 +114,11 @@ def test_a_question_about_the_whole_policy(message, line, expected):
         ("How long does a claim stay on my record?", True),
         ("What is a normal deductible for renters insurance?", True),
         ("How much does car insurance rise after a claim?", True),
+        ("What Is Term Insurance?", True),
+        ("How Much Does It Cost To Replace A Roof?", True),
+        ("How do I get rid of mice in my flat?", True),
+        ("Is it legal to drive with a cracked tail light in NZ?", True),
+        ("Do I need a building consent to put in a new deck?", True),
         # the same words about the customer's own policy or event
         ("Rising floodwater came into the garage, am I covered?", False),
         ("What is the highest excess I could pay?", False),
@@ -121,6 +126,10 @@ def test_a_question_about_the_whole_policy(message, line, expected):
         ("Is my claim covered if the claim form is late?", False),
         ("Is my investment property covered for damage by tenants?", False),
         ("Can my claim get denied for reporting it late?", False),
+        ("Is long-term care insurance tax deductible?", False),
+        ("How much does it cost me to replace my windscreen under my policy?", False),
+        ("How do I get rid of my old policy and start a new one?", False),
+        ("Do I need to tell you if I get a building consent?", False),
     ],
 )
 def test_a_topic_no_clause_answers(message, expected):
