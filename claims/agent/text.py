@@ -512,19 +512,65 @@ _WHOLE_POLICY_EXCLUDES = _EXCLUSION_NOUNS | frozenset(
 )
 
 
+# ...and how to claim on it: "How do I make a claim?", "How do I lodge a claim?",
+# "When to file a claim for auto insurance?", "What is the claims process?" are
+# answered by the line's claims clause. Left to the classifier, such a short
+# question without a line's noun looked like the other kinds of insurance's
+# "how do I claim ..." and was refused (2026-12-03: "How do I make a claim?" on
+# the home and contents policies).
+_CLAIM_NOUNS = frozenset("claim claims claiming".split())
+_CLAIM_ASKS = frozenset(
+    """how when where process procedure procedures steps make making file filing lodge
+    lodging submit submitting start starting put raise""".split()
+)
+_CLAIM_PROCESS_WORDS = (
+    _CLAIM_NOUNS
+    | _CLAIM_ASKS
+    | frozenset(
+        """a an the i we to do does is are what what's whats it my our on for with under in
+        insurance policy northwind you your me can should need new go through work works
+        online this first""".split()
+    )
+)
+
+
+# "Someone broke in and took the TV, what do I do to claim?": asks how to claim on
+# this policy, whatever else it tells. The line's claims clause answers that part;
+# the classifier, which had learnt "how do I claim" from other kinds of insurance
+# ("how do I claim life insurance?"), refused the whole message.
+_HOW_TO_CLAIM_RE = re.compile(
+    r"\bhow (?:do|can|should|would|must) (?:i|we) (?:go about )?(?:make|making|file|filing|"
+    r"lodge|lodging|put in|putting in|start|starting|submit|submitting|raise)? ?"
+    r"(?:a |the |my |our )?claim\b"
+    r"|\bwhat (?:do|should|must) (?:i|we) (?:need to |have to )?do (?:to|in order to|now to) "
+    r"(?:make |file |lodge |put in |start )?(?:a |the |my |our )?claim\b"
+    r"|\bhow to (?:make |file |lodge |put in |start |submit )?(?:a |the )?claim\b"
+)
+
+
+def asks_how_to_claim(message: str) -> bool:
+    """Whether the message asks how to make a claim ("what do I do to claim?")."""
+    return bool(_HOW_TO_CLAIM_RE.search(_lowered(message)))
+
+
 def whole_policy_question(message: str, line: str) -> str | None:
-    """``"cover"`` or ``"exclusion"`` for a question about the line's policy as a whole.
+    """``"cover"``, ``"exclusion"`` or ``"claims"`` for a question about the line's
+    policy as a whole.
 
     Every word must be a word for insurance or cover, a function word, or the
     line's own noun (a motor policy's "car", not "renters"), and one of them must
     ask what is covered or meant ("what can I claim on it?" asks it too). With a
-    negation or "exclusions" it asks what is left out. "Does renters insurance
-    cover my roommate?" and "how much car insurance do I need?" are neither.
+    negation or "exclusions" it asks what is left out. A question made only of
+    words for claiming ("how do I lodge a claim?") asks how to claim. "Does
+    renters insurance cover my roommate?" and "how much car insurance do I
+    need?" are none of these.
     """
     nouns = LINE_NOUNS.get(line)
     if not nouns:
         return None
     found = set(words(message))
+    if found & _CLAIM_NOUNS and found & _CLAIM_ASKS and found <= _CLAIM_PROCESS_WORDS | nouns:
+        return "claims"
     asks = found & _WHOLE_POLICY_ASKS or ({"what", "can", "claim"} <= found)
     excludes = found & _WHOLE_POLICY_EXCLUDES
     if not (asks or excludes & _EXCLUSION_NOUNS):

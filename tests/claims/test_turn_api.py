@@ -791,6 +791,27 @@ def test_a_further_clause_is_quoted_when_its_similar_questions_name_what_was_ask
 
 
 @pytest.mark.parametrize(
+    "policy, message, claims_clause",
+    [
+        ("NW-HOM-310042", "How do I make a claim?", "HOM-CLM-01"),
+        ("NW-CNT-410815", "How do I lodge a claim?", "CNT-CLM-01"),
+        ("NW-MTR-204518", "What is the claims process?", "MTR-CLM-01"),
+        ("NW-CNT-410815", "Someone broke in and took the TV, what do I do to claim?", "CNT-CLM-01"),
+    ],
+)
+def test_how_to_claim_is_answered_by_the_lines_claims_clause(
+    api_client, policy, message, claims_clause
+):
+    # short and without a line's noun, these looked to the "fits" classifier like the other
+    # kinds of insurance's "how do I claim ..." and were queued as unanswerable
+    body = say(api_client, start(api_client, policy), message)
+    assert claims_clause in body["clauses"]["returned"], body["clauses"]
+    # (an answer card on claiming may lead; the clause is still cited)
+    assert claims_clause in [c.get("clause_id") for c in body["citations"]]
+    assert body["guidance_status"] == "answered"
+
+
+@pytest.mark.parametrize(
     "policy, message",
     [
         ("NW-HOM-310042", "How Much Does It Cost To Replace A Roof?"),

@@ -97,6 +97,14 @@ def test_a_customers_name_for_us_and_how_it_works_are_not_content():
         ("Can I claim?", "motor", None),
         ("What is a car insurance claim?", "motor", None),
         ("What does my policy cover?", "", None),
+        # how to claim, in words for claiming only
+        ("How do I make a claim?", "home", "claims"),
+        ("How do I lodge a claim?", "contents", "claims"),
+        ("When To File A Claim For Auto Insurance?", "motor", "claims"),
+        ("What is the claims process?", "motor", "claims"),
+        ("How long does a claim take?", "motor", None),
+        ("How do I claim life insurance?", "motor", None),
+        ("How To Dispute A Homeowners Insurance Claim?", "home", None),
     ],
 )
 def test_a_question_about_the_whole_policy(message, line, expected):
@@ -136,3 +144,20 @@ def test_a_topic_no_clause_answers(message, expected):
     from claims.agent.text import clearly_outside
 
     assert clearly_outside(message) is expected
+
+
+@pytest.mark.parametrize(
+    "message, expected",
+    [
+        ("Someone broke in and took the TV, what do I do to claim?", True),
+        ("The flat was burgled, how do I make a claim?", True),
+        ("How To Claim On Renters Insurance?", True),
+        ("What can I claim on my renters insurance?", False),
+        ("Can I claim for my glasses?", False),
+        ("How long does a claim take?", False),
+    ],
+)
+def test_asks_how_to_claim(message, expected):
+    from claims.agent.text import asks_how_to_claim
+
+    assert asks_how_to_claim(message) is expected

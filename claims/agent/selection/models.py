@@ -416,8 +416,10 @@ class HybridModel(_IndexedModel):
             # topic ("how many days do I get the hire car for?" after a hire-car
             # answer), even when the message alone looks like nothing fits.
             carried = prior is not None and n > 0 and index.ids[int(order[0])] in prior.cited_ids
+            # How to claim on this policy is answered by the line's claims clause.
+            how_to_claim = not outside and T.asks_how_to_claim(message)
             fits = (
-                (fit >= learned.fits_threshold or sure or carried)
+                (fit >= learned.fits_threshold or sure or carried or how_to_claim)
                 and not off_topic
                 and not clearly_outside
             )
@@ -431,13 +433,22 @@ class HybridModel(_IndexedModel):
             # covers (or exclusions): the first of that kind in the wording, then the
             # others as the reranker orders them. Left to the reranker, such a
             # question shares only filler words with any clause and drew definitions
-            # and exclusions (issue 10, item 3).
+            # and exclusions (issue 10, item 3). "How do I make a claim?" likewise gets
+            # the line's claims clause.
             whole = None if outside else T.whole_policy_question(message, context.line)
             of_kind = [i for i in order if index.kinds[i] == whole] if whole and index.kinds else []
             if of_kind:
                 fits = True
                 principal = min(of_kind)
-                for i in [principal, *of_kind]:
+                # How to claim: the line's claims clause, and another claims clause
+                # only when the reranker would keep it anyway (reporting to the
+                # Police is not part of every claim).
+                further = [
+                    i
+                    for i in of_kind
+                    if whole != "claims" or probability[i] >= learned.keep_probability
+                ]
+                for i in [principal, *further]:
                     cid = index.ids[int(i)]
                     if len(selected) < MAX_CLAUSES and cid not in selected:
                         selected.append(cid)
@@ -453,6 +464,10 @@ class HybridModel(_IndexedModel):
                 candidates = [ranked[0][0], rrf_best] + [
                     cid for cid, prob, _, _ in ranked[1:] if prob >= learned.keep_probability
                 ]
+                if how_to_claim and index.kinds:
+                    claims = [i for i in order if index.kinds[i] == "claims"]
+                    if claims:
+                        candidates.insert(1, index.ids[int(min(claims))])
                 for cid in candidates:
                     if len(selected) < MAX_CLAUSES and cid not in selected:
                         selected.append(cid)
