@@ -100,7 +100,8 @@ _PAST_EVENT = re.compile(
     r"on (?:the )?(?:weekend|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
     r"(?:\d+|a|an|two|three|few|couple of) (?:hours?|days?|weeks?|months?) ago|the other "
     r"(?:day|night))\b"
-    r"|\b(?:i|we|(?:my|our)(?: [\w']+){1,2}|someone|somebody|he|she|they)"
+    r"|\b(?:i|we|(?:my|our)(?: [\w']+){1,2}|someone|somebody|he|she|they|the other (?:driver|"
+    r"guy|car|party|person|bloke|vehicle|motorist)|a (?:guy|car|driver|truck|van|bus|ute))"
     r" (?:just |accidentally |then )?(?:was|were|got|crashed|hit|broke|smashed|stole|flooded|"
     r"burst|backed|reversed|rear[- ]?ended|dented|cracked|dropped|spilt|spilled|fell|blew|"
     r"caught|burned|burnt|damaged|scratched|keyed|lost|ran|collided|slid|skidded|did|caused|"
@@ -249,7 +250,10 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
         r"(?:adjuster|assessor|insurer|insurance company|insurance))(?:'ve| have| had)? "
         r"(?:offered|valued|quoted|proposed|assessed|put)\b"
         r"|\b(?:hold out|push|ask|argue|fight|negotiate|hold firm) for (?:a )?(?:more|higher|"
-        r"bigger)\b",
+        r"bigger)\b"
+        # "why did you only offer half the value of my TV?"
+        r"|\b(?:why (?:did|have|has|had)|how come(?: (?:did|have|has|had))?) "
+        rf"{_SUBJ} only (?:offer|offered|pay|paid|give|given|valued?|put)\b",
         "any",
     ),
     # "can they refuse to pay because I ...": a judgement on the customer's own circumstances
@@ -272,8 +276,8 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
     # "a truck backed into me yesterday, do I have to pay my deductible?"
     (
         "pay_excess",
-        r"\b(?:do|will|would|am|are|must) (?:i|we) (?:still )?(?:have to|need to|going to have to|"
-        r"be charged|be paying|pay)\b[^.?!]{0,15}\b(?:excess|deductible)\b",
+        r"\b(?:do|will|would|am|are|must|should) (?:i|we) (?:still )?(?:have to|need to|"
+        r"going to have to|be charged|be paying|pay)\b[^.?!]{0,15}\b(?:excess|deductible)\b",
         "event",
     ),
     (

@@ -25,6 +25,9 @@ from claims.agent.intents import asks_for_decision, decision_rule
         ("My contents claim was turned down last week. Should I appeal?", "contest"),
         ("You declined the claim for my bike. Could I challenge that decision?", "contest"),
         ("Has the loss adjuster lowballed the value of our caravan?", "offer_too_low"),
+        ("Why did you only offer half the value of my TV?", "offer_too_low"),
+        ("How come you only paid me $2000 for my car?", "offer_too_low"),
+        ("Should I be paying the excess when the other guy hit me?", "pay_excess"),
         ("Can I ask for more than what the assessor valued my boat at?", "offer_too_low"),
         ("Is Northwind right to call it wear and tear?", "may_they"),
         ("Do you reckon my claim will go through?", "claim_outcome"),
@@ -73,6 +76,8 @@ def test_a_judgement_on_ones_own_claim_names_its_rule(message, rule):
         "Should I accept the first offer an insurer makes?",
         "Is the insurer responsible for towing after a crash?",
         "If my claim is approved, when is it paid?",
+        "Why does insurance only pay market value?",
+        "Should I pay the excess if the other driver hits me?",
     ],
 )
 def test_a_general_question_is_not_a_decision_request(message):
