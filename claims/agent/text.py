@@ -419,7 +419,20 @@ CLEARLY_OUTSIDE = (
     r"(?<!-)term (?:life )?(?:insurance|assurance|polic(?:y|ies)|plans?)|"
     # the law and the council, not the wording
     r"is it (?:legal|illegal|against the law|an offence) to|"
-    r"do (?:i|we) need (?:a )?(?:building |resource )consent"
+    r"do (?:i|we) need (?:a )?(?:building |resource )consent|"
+    # whether insurance is required (by law, a landlord, a lender): not the wording's to say
+    r"(?:is|are) (?:\w+ ){0,3}insurance (?:legally )?(?:required|mandatory|compulsory)|"
+    r"(?:required|mandatory|compulsory) by (?:law|(?:my |the |a |your )?(?:landlord|lender|bank|"
+    r"mortgage)\w*)|(?:can |do |does |will )?(?:my |a |the )?(?:landlords?|lenders?|banks?) "
+    r"(?:require|make|force) (?:\w+ ){0,3}(?:insurance|cover)|"
+    r"do (?:i|we) (?:legally )?(?:have to|need to) (?:have|get|buy|carry) (?:\w+ ){0,2}insurance|"
+    # what insurance costs to buy: the premium is quoted, never written in a wording
+    r"how much (?:does|do|would|will|might|could|should) (?:\w+ ){0,3}(?:insurance|premiums?|"
+    r"polic(?:y|ies)) cost|"
+    r"how much (?:is|are) (?:\w+ ){0,3}(?:insurance|premiums?)(?: (?:a|per) (?:month|year|week)|"
+    r" monthly| yearly|\s*\?|$)|"
+    r"(?:average |typical )?(?:cost|price) of (?:\w+ ){0,2}insurance|"
+    r"insurance (?:cost|costs|premiums?) (?:a|per) (?:month|year)"
 )
 _CLEARLY_OUTSIDE_RE = re.compile(rf"\b(?:{CLEARLY_OUTSIDE})\b")
 # What building or repair work costs on the market ("how much does it cost to

@@ -817,6 +817,8 @@ def test_how_to_claim_is_answered_by_the_lines_claims_clause(
         ("NW-HOM-310042", "How Much Does It Cost To Replace A Roof?"),
         ("NW-MTR-204518", "What Is Term Insurance?"),
         ("NW-MTR-204518", "Is it legal to drive with a cracked tail light in NZ?"),
+        ("NW-CNT-410815", "How Much Is Renters Insurance A Month?"),
+        ("NW-CNT-410815", "Is Renters Insurance Required By Landlords?"),
     ],
 )
 def test_market_prices_life_products_and_the_law_are_queued_uncited(api_client, policy, message):

@@ -127,6 +127,11 @@ def test_a_question_about_the_whole_policy(message, line, expected):
         ("How do I get rid of mice in my flat?", True),
         ("Is it legal to drive with a cracked tail light in NZ?", True),
         ("Do I need a building consent to put in a new deck?", True),
+        ("Is Renters Insurance Required By Landlords?", True),
+        ("Can my landlord require renters insurance?", True),
+        ("Is car insurance mandatory in NZ?", True),
+        ("How Much Is Renters Insurance A Month?", True),
+        ("How much does home insurance cost in Auckland?", True),
         # the same words about the customer's own policy or event
         ("Rising floodwater came into the garage, am I covered?", False),
         ("What is the highest excess I could pay?", False),
@@ -138,6 +143,14 @@ def test_a_question_about_the_whole_policy(message, line, expected):
         ("How much does it cost me to replace my windscreen under my policy?", False),
         ("How do I get rid of my old policy and start a new one?", False),
         ("Do I need to tell you if I get a building consent?", False),
+        ("How much is my car insurance excess?", False),
+        ("How much will my insurance pay for a hire car?", False),
+        ("How much is my house insured for?", False),
+        (
+            "Do I legally have to have working smoke alarms for the home insurance to stay valid?",
+            False,
+        ),
+        ("Does my bank require me to tell you about the mortgage?", False),
     ],
 )
 def test_a_topic_no_clause_answers(message, expected):
