@@ -245,6 +245,7 @@ def _general_parts(
     wants_time: bool,
     title_asked: frozenset[str] = frozenset(),
     title_meant: frozenset[str] = frozenset(),
+    title: str = "",
 ) -> list[Part]:
     """What a clause provides: its trigger, what it gives, and its limit.
 
@@ -303,6 +304,8 @@ def _general_parts(
     quoted = set().union(*(p.terms for p in chosen))
     for term in sorted(title_asked - quoted):
         naming = next((p for p in parts if term in p.terms and p not in chosen), None)
+        if naming is None and not any(term in p.terms for p in parts):
+            naming = _part_for_title_phrase(parts, title, term, chosen)
         if naming is not None:
             if naming.lead_in and naming.lead_in == chosen[0].lead_in:
                 # another bullet of the first part's list: it takes the first's place
@@ -389,6 +392,32 @@ def _cover_first(
         if clause.kind == "cover" and _cover_includes((clause,), asked):
             return (clause, *clauses[:position], *clauses[position + 1 :])
     return clauses
+
+
+def _part_for_title_phrase(
+    parts: list[Part], title: str, term: str, chosen: list[Part]
+) -> Part | None:
+    """The part that says what the title's phrase naming ``term`` is about.
+
+    CNT-EXC-02's title names "work laptops owned by your employer" and its
+    bullet says "items owned by your employer": asked "Is my laptop covered?",
+    that bullet answers, not the first one ("cars, motorcycles, vans ...").
+    Only another bullet of the first quoted part's list, and only when that part
+    says none of the phrase's words: it then takes the first's place. The part
+    must share two of the phrase's other words.
+    """
+    phrase = next((p for p in re.split(r"[,;:]| and | or ", title) if term in T.terms(p)), "")
+    words = T.terms(phrase) - {term} - _GENERIC - _COMMON
+    first = chosen[0]
+    if len(words) < 2 or not first.lead_in or words & first.terms:
+        return None
+    scored = [
+        (len(words & p.terms), -i, p)
+        for i, p in enumerate(parts)
+        if p not in chosen and p.lead_in == first.lead_in
+    ]
+    best = max(scored, key=lambda t: t[:2], default=None)
+    return best[2] if best is not None and best[0] >= 2 else None
 
 
 def _matching_parts(
@@ -516,7 +545,7 @@ def _answer_from_clauses(inputs: ComposeInputs) -> tuple[list[str], list[str]]:
         chosen = (
             matching[:2]
             if matching
-            else _general_parts(parts, asked, wants_time, title_asked, title_meant)
+            else _general_parts(parts, asked, wants_time, title_asked, title_meant, clause.title)
         )
         if matching and wants_money:
             chosen += [p for p in parts if p.has_amount and p not in chosen][:1]

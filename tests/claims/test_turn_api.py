@@ -826,3 +826,17 @@ def test_market_prices_life_products_and_the_law_are_queued_uncited(api_client, 
     assert body["clauses"]["returned"] == [], body["clauses"]
     assert body["citations"] == []
     assert body["pending_question"] is not None
+
+
+@pytest.mark.parametrize(
+    "message", ["Is my laptop covered?", "Does Renters Insurance Cover Laptops?"]
+)
+def test_a_title_word_no_part_names_is_answered_by_the_part_its_phrase_speaks_of(
+    api_client, message
+):
+    # CNT-EXC-02's title names "work laptops owned by your employer"; its bullets say "items
+    # owned by your employer". The first bullet (cars, motorcycles, vans) answers nothing asked.
+    body = say(api_client, start(api_client, "NW-CNT-410815"), message)
+    assert "CNT-EXC-02" in cited(body)
+    assert "items owned by your employer" in body["reply"]
+    assert "motorcycles" not in body["reply"]
