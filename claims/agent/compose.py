@@ -304,7 +304,7 @@ def _general_parts(
     quoted = set().union(*(p.terms for p in chosen))
     for term in sorted(title_asked - quoted):
         naming = next((p for p in parts if term in p.terms and p not in chosen), None)
-        if naming is None and not any(term in p.terms for p in parts):
+        if naming is None and term not in quoted:  # no part names it
             naming = _part_for_title_phrase(parts, title, term, chosen)
         if naming is not None:
             if naming.lead_in and naming.lead_in == chosen[0].lead_in:

@@ -465,9 +465,10 @@ class HybridModel(_IndexedModel):
                     cid for cid, prob, _, _ in ranked[1:] if prob >= learned.keep_probability
                 ]
                 if how_to_claim and index.kinds:
-                    claims = [i for i in order if index.kinds[i] == "claims"]
-                    if claims:
-                        candidates.insert(1, index.ids[int(min(claims))])
+                    # the line's first claims clause, as the whole-policy route takes it
+                    first = next((i for i, k in enumerate(index.kinds) if k == "claims"), None)
+                    if first is not None:
+                        candidates.insert(1, index.ids[first])
                 for cid in candidates:
                     if len(selected) < MAX_CLAUSES and cid not in selected:
                         selected.append(cid)
