@@ -130,6 +130,7 @@ GLOSSARY: dict[str, str] = {
     r"sinkhole|foundation|erosion|settling|shifting": "earth movement subsidence landslip",
     # vehicles and driving
     r"windshield": "windscreen",
+    r"tires?|tire blowouts?|blow ?outs?": "tyre burst puncture",
     r"rental|loan car|loaner|courtesy car|rent a car": "hire car alternative transport",
     r"u-?haul": "hire moving van truck",
     r"bodily injury|bodily injuries": "injury to other people third party liability",
@@ -191,10 +192,28 @@ def glossary_terms(message: str) -> list[str]:
     return [words for pattern, words in _COMPILED if pattern.search(message)]
 
 
+# The customer's name for us: "do I need to tell my insurance company about a new
+# driver?" asks us, as "do I need to tell you...?" does. Read as "you", so that a
+# question to us is not taken for one about insurers in general (the "fits"
+# classifier had learned "insurer" from other kinds of insurance). Only for our
+# lines or no line: "my life insurance company" stays another insurer.
+_OUR_NAME = re.compile(
+    r"\bmy (?:(?:car|auto|motor|vehicle|home|homeowners?|house|renters?|contents) )?"
+    r"(?:insurance (?:compan(?:y|ies)|providers?|carriers?|co)|insurers?)\b",
+    re.IGNORECASE,
+)
+
+
+def rewrite(message: str) -> str:
+    """``message`` with the customer's name for us read as "you"."""
+    return _OUR_NAME.sub("you", message)
+
+
 @functools.lru_cache(maxsize=1024)
 def expand(message: str) -> str:
-    """``message`` followed by the wording's words for what it says, if any."""
+    """``message`` (its name for us read as "you") and the wording's words for what it says."""
     found = glossary_terms(message)
+    message = rewrite(message)
     return f"{message} ({'; '.join(found)})" if found else message
 
 
@@ -430,7 +449,7 @@ CLEARLY_OUTSIDE = (
     r"how much (?:does|do|would|will|might|could|should) (?:\w+ ){0,3}(?:insurance|premiums?|"
     r"polic(?:y|ies)) cost|"
     r"how much (?:is|are) (?:\w+ ){0,3}(?:insurance|premiums?)(?: (?:a|per) (?:month|year|week)|"
-    r" monthly| yearly|\s*\?|$)|"
+    r" monthly| yearly|(?=\s*\?)|$)|"
     r"(?:average |typical )?(?:cost|price) of (?:\w+ ){0,2}insurance|"
     r"insurance (?:cost|costs|premiums?) (?:a|per) (?:month|year)"
 )

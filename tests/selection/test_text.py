@@ -51,6 +51,7 @@ def test_baseline_terms_follow_the_seed_example():
         ("Is central air covered by home insurance?", {"applianc", "breakdown"}),
         ("Will you pay for the other driver's car?", {"third", "parti"}),
         ("I backed into his ute, who fixes it?", {"third", "parti"}),
+        ("Does Car Insurance Cover Tire Blowouts?", {"tyre", "burst"}),
     ],
 )
 def test_us_and_everyday_terms_get_the_wordings_words(message, wording_words):
@@ -74,6 +75,27 @@ def test_a_customers_name_for_us_and_how_it_works_are_not_content():
     assert "compani" in T.terms("Is the removal company's damage covered?", customer=True)
     assert "work" not in T.terms("How do claims work?", customer=True)
     assert "work" in T.terms("Is building work covered?", customer=True)
+
+
+@pytest.mark.parametrize(
+    "message, expected",
+    [
+        (
+            "Do I Need To Tell My Insurance Company About A New Driver?",
+            "Do I Need To Tell you About A New Driver?",
+        ),
+        ("Must I tell my car insurer if I move?", "Must I tell you if I move?"),
+        ("Can my renters insurance provider drop me?", "Can you drop me?"),
+        # another insurer stays named: not us
+        ("Can I sue my life insurance company?", "Can I sue my life insurance company?"),
+        ("Will the other driver's insurer pay?", "Will the other driver's insurer pay?"),
+    ],
+)
+def test_the_customers_name_for_us_is_read_as_you(message, expected):
+    from claims.agent import text as T
+
+    assert T.rewrite(message) == expected
+    assert T.expand(message).startswith(expected)
 
 
 @pytest.mark.parametrize(
@@ -131,6 +153,8 @@ def test_a_question_about_the_whole_policy(message, line, expected):
         ("Can my landlord require renters insurance?", True),
         ("Is car insurance mandatory in NZ?", True),
         ("How Much Is Renters Insurance A Month?", True),
+        ("How Much Is Renters Insurance?", True),  # the question mark ends the price
+        ("how much is home insurance", True),
         ("How much does home insurance cost in Auckland?", True),
         # the same words about the customer's own policy or event
         ("Rising floodwater came into the garage, am I covered?", False),
