@@ -140,7 +140,8 @@ GLOSSARY: dict[str, str] = {
     r"tow truck|towed": "towing",
     r"panel ?beaters?|mechanics?|body shop|auto shop": "repairer repairs",
     r"wof|warrant of fitness|rego|registration": "roadworthy registered warrant of fitness",
-    r"beers?|drunk|drink(?:ing)?|booze|over the limit|dui|dwi": "alcohol drugs impaired",
+    r"beers?|drunk|drink(?:ing)?|booze|over the limit|dui|dwi|under the influence|"
+    r"intoxicated|stoned|high on": "alcohol drugs impaired",
     r"learners?|restricted licen[cs]e": "learner licence drivers",
     r"mags|lowered|modded|modifications?|aftermarket": "modifications tell us",
     r"uber|ola|doordash|uber eats|lyft": "uber delivery business use",
@@ -395,7 +396,10 @@ OUTSIDE_SIGNS: dict[str, str] = {
     ),
     # prices, quotes and advice on what to buy: a wording does not say
     "price_advice": (
-        r"rates?|quotes?|pric(?:e|es|ing)|cheap\w*|afford\w*|expensive|"
+        # "expensive" prices insurance, not "expensive jewellery" (a valuable)
+        r"rates?|quotes?|pric(?:e|es|ing)|cheap\w*|afford\w*|expensive(?! (?:jewel\w*|items?|"
+        r"things|stuff|rings?|watch\w*|bikes?|cameras?|laptops?|phones?|electronics|art|"
+        r"paintings?|equipment|gear|tools?|possessions|belongings|valuables))|"
         r"go(?:es)? up|increase\w*|raise my|discounts?|how much (?:is|does|do|would|should|will) "
         r"(?:it |a |an |my |the )?(?:\w+ )?(?:insurance|policy|coverage|cover) cost|"
         r"how much (?:\w+ )?(?:insurance|coverage|cover|liability) (?:do|should|would)|"
@@ -431,6 +435,8 @@ CLEARLY_OUTSIDE = (
     r"(?:normal|usual|common|highest|lowest) (?:possible )?(?:deductible|excess|premium)s? "
     r"(?:for|on|with) (?:a |an )?(?:\w+ )?(?:insurance|polic(?:y|ies))|"
     r"on (?:my |your |the |their )?(?:driving |insurance )?record|"
+    r"(?:accidents?|claims?|tickets?|convictions?) (?:\w+ )?stays? on (?:my |your |the )?"
+    r"(?:\w+ )?(?:insurance|policy|history)|"
     r"claims? (?:is |was |got |has been |been )?(?:denied|declined|rejected|refused)|"
     r"(?:denied|declined|rejected|refused) claims?|"
     r"claim (?:is |was |be )?(?:still )?(?:open|complete|completed|finished|closed|finali[sz]ed)|"

@@ -52,6 +52,7 @@ def test_baseline_terms_follow_the_seed_example():
         ("Will you pay for the other driver's car?", {"third", "parti"}),
         ("I backed into his ute, who fixes it?", {"third", "parti"}),
         ("Does Car Insurance Cover Tire Blowouts?", {"tyre", "burst"}),
+        ("Will insurance pay if I was driving under the influence?", {"alcohol", "drug"}),
     ],
 )
 def test_us_and_everyday_terms_get_the_wordings_words(message, wording_words):
@@ -155,6 +156,7 @@ def test_a_question_about_the_whole_policy(message, line, expected):
         ("How Much Is Renters Insurance A Month?", True),
         ("How Much Is Renters Insurance?", True),  # the question mark ends the price
         ("how much is home insurance", True),
+        ("How Long Does An Accident Stay On Your Insurance?", True),
         ("How much does home insurance cost in Auckland?", True),
         # the same words about the customer's own policy or event
         ("Rising floodwater came into the garage, am I covered?", False),
@@ -198,3 +200,11 @@ def test_asks_how_to_claim(message, expected):
     from claims.agent.text import asks_how_to_claim
 
     assert asks_how_to_claim(message) is expected
+
+
+def test_expensive_prices_insurance_not_a_valuable():
+    from claims.agent.text import OUTSIDE_SIGNS, outside_signs
+
+    price = list(OUTSIDE_SIGNS).index("price_advice")
+    assert outside_signs("Why is car insurance so expensive?")[price] == 1.0
+    assert outside_signs("How do I add expensive jewelry to my renters policy?")[price] == 0.0
