@@ -140,6 +140,7 @@ GLOSSARY: dict[str, str] = {
     r"tow truck|towed": "towing",
     r"panel ?beaters?|mechanics?|body shop|auto shop": "repairer repairs",
     r"wof|warrant of fitness|rego|registration": "roadworthy registered warrant of fitness",
+    r"lie|lied|lying|fraud\w*|fake|faked|made up|exaggerat\w*|dishonest\w*": "false claims",
     r"beers?|drunk|drink(?:ing)?|booze|over the limit|dui|dwi|under the influence|"
     r"intoxicated|stoned|high on": "alcohol drugs impaired",
     r"learners?|restricted licen[cs]e": "learner licence drivers",
@@ -397,13 +398,19 @@ OUTSIDE_SIGNS: dict[str, str] = {
     # prices, quotes and advice on what to buy: a wording does not say
     "price_advice": (
         # "expensive" prices insurance, not "expensive jewellery" (a valuable)
-        r"rates?|quotes?|pric(?:e|es|ing)|cheap\w*|afford\w*|expensive(?! (?:jewel\w*|items?|"
+        # a quote for insurance, not the repairer's quote (MTR-CLM-03)
+        r"rates?|(?<!repair )(?<!own )quotes?(?! (?:for|from|on) (?:the |a |my |our )?(?:car )?"
+        r"(?:repairs?|repairers?|panel ?beaters?|mechanics?|builders?|work))|"
+        r"pric(?:e|es|ing)|cheap\w*|afford\w*|expensive(?! (?:jewel\w*|items?|"
         r"things|stuff|rings?|watch\w*|bikes?|cameras?|laptops?|phones?|electronics|art|"
         r"paintings?|equipment|gear|tools?|possessions|belongings|valuables))|"
         r"go(?:es)? up|increase\w*|raise my|discounts?|how much (?:is|does|do|would|should|will) "
         r"(?:it |a |an |my |the )?(?:\w+ )?(?:insurance|policy|coverage|cover) cost|"
         r"how much (?:\w+ )?(?:insurance|coverage|cover|liability) (?:do|should|would)|"
         r"should i (?:get|buy|carry|have|choose|take|purchase|add|drop|keep|cancel|switch)|"
+        r"do (?:i|we) (?:really |even |still )?need (?:to (?:buy|get|have|carry) )?(?:a |an )?"
+        r"(?:\w+ )?(?:insurance|coverage)|(?:is it )?worth (?:claiming|making a claim|"
+        r"filing a claim|putting (?:in )?a claim)|"
         r"worth it|best|recommend\w*|which (?:company|insurer|policy|coverage|plan)|"
         r"good idea|compare|comparison|shop(?:ping)? (?:around|for)|agents?|brokers?|"
         r"(?:average|typical) (?:\w+ ){0,2}(?:deductible|excess|premium|"
@@ -451,6 +458,8 @@ CLEARLY_OUTSIDE = (
     r"mortgage)\w*)|(?:can |do |does |will )?(?:my |a |the )?(?:landlords?|lenders?|banks?) "
     r"(?:require|make|force) (?:\w+ ){0,3}(?:insurance|cover)|"
     r"do (?:i|we) (?:legally )?(?:have to|need to) (?:have|get|buy|carry) (?:\w+ ){0,2}insurance|"
+    r"do (?:i|we) (?:really |even |still )?need (?:a |an )?(?:\w+ )?insurance\b(?! (?:company|"
+    r"provider|insurer)s?)|"
     # what insurance costs to buy: the premium is quoted, never written in a wording
     r"how much (?:does|do|would|will|might|could|should) (?:\w+ ){0,3}(?:insurance|premiums?|"
     r"polic(?:y|ies)) cost|"

@@ -53,6 +53,7 @@ def test_baseline_terms_follow_the_seed_example():
         ("I backed into his ute, who fixes it?", {"third", "parti"}),
         ("Does Car Insurance Cover Tire Blowouts?", {"tyre", "burst"}),
         ("Will insurance pay if I was driving under the influence?", {"alcohol", "drug"}),
+        ("Can insurance refuse to pay if I lied about the accident?", {"fals"}),
     ],
 )
 def test_us_and_everyday_terms_get_the_wordings_words(message, wording_words):
@@ -157,6 +158,8 @@ def test_a_question_about_the_whole_policy(message, line, expected):
         ("How Much Is Renters Insurance?", True),  # the question mark ends the price
         ("how much is home insurance", True),
         ("How Long Does An Accident Stay On Your Insurance?", True),
+        ("Do I Need Renters Insurance If My Landlord Has Insurance?", True),
+        ("Do I need insurance company approval for repairs?", False),
         ("How much does home insurance cost in Auckland?", True),
         # the same words about the customer's own policy or event
         ("Rising floodwater came into the garage, am I covered?", False),
@@ -208,3 +211,14 @@ def test_expensive_prices_insurance_not_a_valuable():
     price = list(OUTSIDE_SIGNS).index("price_advice")
     assert outside_signs("Why is car insurance so expensive?")[price] == 1.0
     assert outside_signs("How do I add expensive jewelry to my renters policy?")[price] == 0.0
+
+
+def test_a_repair_quote_is_not_a_price_and_whether_to_claim_is_advice():
+    from claims.agent.text import OUTSIDE_SIGNS, outside_signs
+
+    price = list(OUTSIDE_SIGNS).index("price_advice")
+    assert outside_signs("Can I get my own quote for car repairs?")[price] == 0.0
+    assert outside_signs("Can I get a quote for car insurance?")[price] == 1.0
+    assert outside_signs("Is it worth claiming a small accident?")[price] == 1.0
+    assert outside_signs("Do I need full coverage?")[price] == 1.0
+    assert outside_signs("Do I need to tell my insurance company about a new driver?")[price] == 0.0
