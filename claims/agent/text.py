@@ -140,6 +140,8 @@ GLOSSARY: dict[str, str] = {
     r"tow truck|towed": "towing",
     r"panel ?beaters?|mechanics?|body shop|auto shop": "repairer repairs",
     r"wof|warrant of fitness|rego|registration": "roadworthy registered warrant of fitness",
+    r"lost (?:wages|pay|income|earnings)|(?:could ?n[o']t|could not|can'?t|cannot|unable to) "
+    r"(?:get to )?work|missed work|time off work": "loss of income",
     r"lie|lied|lying|fraud\w*|fake|faked|made up|exaggerat\w*|dishonest\w*": "false claims",
     r"beers?|drunk|drink(?:ing)?|booze|over the limit|dui|dwi|under the influence|"
     r"intoxicated|stoned|high on": "alcohol drugs impaired",
@@ -375,7 +377,13 @@ OUTSIDE_SIGNS: dict[str, str] = {
         r"workers'? comp(?:ensation)?|pet insurance|travel insurance|boat insurance|"
         r"business insurance|umbrella (?:insurance|policy|coverage)|mortgage (?:protection|"
         r"insurance)|surrender value|cash surrender|pregnan\w+|doctors?|hospital|surgery|"
-        r"death|deceased|passed away"
+        r"death|deceased|passed away|"
+        # terms of life, health and income products, not of a motor, home or contents wording
+        r"key (?:person|man|employee) (?:insurance|cover)|taxable|tax[- ]deductible|taxes on|"
+        r"underwrit\w*|riders? (?:on|to|for) (?:a |an |my |the |your )?(?:\w+ )?"
+        r"(?:policy|insurance)|(?:policy|insurance) riders?|(?<!actual )cash value|grace period|"
+        r"elimination period|waiting period|"
+        r"convertible (?:policy|term|insurance)|medical exam\w*|out[- ]of[- ]pocket"
     ),
     # another insurer's product (US and New Zealand insurers)
     "other_insurer": (
@@ -401,7 +409,8 @@ OUTSIDE_SIGNS: dict[str, str] = {
         # a quote for insurance, not the repairer's quote (MTR-CLM-03)
         r"rates?|(?<!repair )(?<!own )quotes?(?! (?:for|from|on) (?:the |a |my |our )?(?:car )?"
         r"(?:repairs?|repairers?|panel ?beaters?|mechanics?|builders?|work))|"
-        r"pric(?:e|es|ing)|cheap\w*|afford\w*|expensive(?! (?:jewel\w*|items?|"
+        r"(?<!full )(?<!purchase )(?<!original )pric(?:e|es|ing)(?! (?:i|we) paid)|"
+        r"cheap\w*|afford\w*|expensive(?! (?:jewel\w*|items?|"
         r"things|stuff|rings?|watch\w*|bikes?|cameras?|laptops?|phones?|electronics|art|"
         r"paintings?|equipment|gear|tools?|possessions|belongings|valuables))|"
         r"go(?:es)? up|increase\w*|raise my|discounts?|how much (?:is|does|do|would|should|will) "
@@ -423,7 +432,8 @@ OUTSIDE_SIGNS: dict[str, str] = {
         r"how long (?:\w+ ){0,6}(?:take|takes|taking|to (?:settle|process|pay|close|get paid|"
         r"hear))|dispute|appeal|claims? (?:history|record|records)|clue report|"
         r"(?:close|closed|cancel|withdraw|reopen)\w* (?:a|my|the|an) (?:\w+ ){0,3}claim|"
-        r"endorse|cheque|check from|lawyer|attorney|small claims|sue (?:my|the) insur\w+"
+        r"endorse|cheque|check from|lawyer|attorney|small claims|sue (?:my|the) insur\w+|"
+        r"subrogat\w*"
     ),
 }
 # Phrases that put a question outside any motor, home or contents wording on

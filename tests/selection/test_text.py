@@ -54,6 +54,7 @@ def test_baseline_terms_follow_the_seed_example():
         ("Does Car Insurance Cover Tire Blowouts?", {"tyre", "burst"}),
         ("Will insurance pay if I was driving under the influence?", {"alcohol", "drug"}),
         ("Can insurance refuse to pay if I lied about the accident?", {"fals"}),
+        ("Can I claim for the days I could not work while my car was fixed?", {"incom"}),
     ],
 )
 def test_us_and_everyday_terms_get_the_wordings_words(message, wording_words):
@@ -222,3 +223,30 @@ def test_a_repair_quote_is_not_a_price_and_whether_to_claim_is_advice():
     assert outside_signs("Is it worth claiming a small accident?")[price] == 1.0
     assert outside_signs("Do I need full coverage?")[price] == 1.0
     assert outside_signs("Do I need to tell my insurance company about a new driver?")[price] == 0.0
+
+
+@pytest.mark.parametrize(
+    "message, other_domain",
+    [
+        ("What Is Key Person Insurance?", True),
+        ("Is insurance money taxable?", True),
+        ("What does underwritten mean?", True),
+        ("What is a rider on a policy?", True),
+        ("What Is Cash Value?", True),
+        ("Is renters insurance actual cash value or replacement cost?", False),
+        ("My registration lapsed, am I covered?", False),
+        ("Is smoke damage covered?", False),
+    ],
+)
+def test_terms_of_other_kinds_of_insurance(message, other_domain):
+    from claims.agent.text import OUTSIDE_SIGNS, outside_signs
+
+    assert outside_signs(message)[list(OUTSIDE_SIGNS).index("other_domain")] == float(other_domain)
+
+
+def test_the_price_paid_for_an_item_is_not_a_price_question():
+    from claims.agent.text import OUTSIDE_SIGNS, outside_signs
+
+    price = list(OUTSIDE_SIGNS).index("price_advice")
+    assert outside_signs("Will I get the full price I paid for my stolen TV?")[price] == 0.0
+    assert outside_signs("What is the price of car insurance?")[price] == 1.0
