@@ -383,7 +383,8 @@ OUTSIDE_SIGNS: dict[str, str] = {
         r"underwrit\w*|riders? (?:on|to|for) (?:a |an |my |the |your )?(?:\w+ )?"
         r"(?:policy|insurance)|(?:policy|insurance) riders?|(?<!actual )cash value|grace period|"
         r"elimination period|waiting period|"
-        r"convertible (?:policy|term|insurance)|medical exam\w*|out[- ]of[- ]pocket"
+        r"convertible (?:policy|term|insurance)|medical exam\w*|out[- ]of[- ]pocket|"
+        r"(?:lose|lost|losing) my job|unemploy\w*"
     ),
     # another insurer's product (US and New Zealand insurers)
     "other_insurer": (
@@ -399,6 +400,8 @@ OUTSIDE_SIGNS: dict[str, str] = {
     "us_only": (
         r"pip|personal injury protection|med ?pay|medical (?:payments?|expenses?)|voluntary "
         r"(?:deductible|excess)|sr-? ?22|sr-? ?50|fr-? ?44|"
+        r"non[- ]?owners? (?:\w+ )?(?:insurance|policy|coverage)|rental reimbursement|"
+        r"named driver polic(?:y|ies)|"
         r"plpd|no[- ]fault|gap (?:insurance|cover|coverage)|\d{2,3}/\d{2,3}(?:/\d{1,3})?|"
         r"state minimum|minimum (?:coverage|liability)|state law|required by law|by law|"
         r"legally required|dmv|" + _US_STATES
@@ -417,6 +420,9 @@ OUTSIDE_SIGNS: dict[str, str] = {
         r"(?:it |a |an |my |the )?(?:\w+ )?(?:insurance|policy|coverage|cover) cost|"
         r"how much (?:\w+ )?(?:insurance|coverage|cover|liability) (?:do|should|would)|"
         r"should i (?:get|buy|carry|have|choose|take|purchase|add|drop|keep|cancel|switch)|"
+        r"should i (?:lower|raise|increase|reduce|change) my (?:\w+ )?(?:deductible|excess|cover|"
+        r"coverage|limits?|premium)|(?:deductible|excess|premium)s? (?:usually|normally|typically)|"
+        r"credit (?:score|rating|history)|do (?:i|we) (?:really |even )?need (?:it|this|that|one)|"
         r"do (?:i|we) (?:really |even |still )?need (?:to (?:buy|get|have|carry) )?(?:a |an )?"
         r"(?:\w+ )?(?:insurance|coverage)|(?:is it )?worth (?:claiming|making a claim|"
         r"filing a claim|putting (?:in )?a claim)|"
@@ -476,6 +482,8 @@ CLEARLY_OUTSIDE = (
     r"how much (?:is|are) (?:\w+ ){0,3}(?:insurance|premiums?)(?: (?:a|per) (?:month|year|week)|"
     r" monthly| yearly|(?=\s*\?)|$)|"
     r"(?:average |typical )?(?:cost|price) of (?:\w+ ){0,2}insurance|"
+    # a document about the policy, which the insurer issues and no clause describes
+    r"proof of (?:\w+ )?insurance|certificate of (?:\w+ )?insurance|insurance (?:id )?cards?|"
     r"insurance (?:cost|costs|premiums?) (?:a|per) (?:month|year)"
 )
 _CLEARLY_OUTSIDE_RE = re.compile(rf"\b(?:{CLEARLY_OUTSIDE})\b")

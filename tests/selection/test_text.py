@@ -161,6 +161,7 @@ def test_a_question_about_the_whole_policy(message, line, expected):
         ("How Long Does An Accident Stay On Your Insurance?", True),
         ("Do I Need Renters Insurance If My Landlord Has Insurance?", True),
         ("Do I need insurance company approval for repairs?", False),
+        ("How Do I Get Proof Of Renters Insurance?", True),
         ("How much does home insurance cost in Auckland?", True),
         # the same words about the customer's own policy or event
         ("Rising floodwater came into the garage, am I covered?", False),
@@ -250,3 +251,26 @@ def test_the_price_paid_for_an_item_is_not_a_price_question():
     price = list(OUTSIDE_SIGNS).index("price_advice")
     assert outside_signs("Will I get the full price I paid for my stolen TV?")[price] == 0.0
     assert outside_signs("What is the price of car insurance?")[price] == 1.0
+
+
+@pytest.mark.parametrize(
+    "message, sign",
+    [
+        ("Should I lower my deductible?", "price_advice"),
+        ("How much is a deductible usually?", "price_advice"),
+        ("Does my credit score affect my car insurance?", "price_advice"),
+        ("What is rental reimbursement coverage and do I need it?", "price_advice"),
+        ("What is non owner car insurance?", "us_only"),
+        ("Does car insurance cover car payments if I lose my job?", "other_domain"),
+    ],
+)
+def test_advice_us_products_and_income_are_outside_signs(message, sign):
+    from claims.agent.text import OUTSIDE_SIGNS, outside_signs
+
+    assert outside_signs(message)[list(OUTSIDE_SIGNS).index(sign)] == 1.0
+
+
+def test_a_question_about_changing_the_locks_is_no_advice():
+    from claims.agent.text import outside_signs
+
+    assert not any(outside_signs("Should I change my locks after losing my keys?"))
