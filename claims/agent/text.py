@@ -618,6 +618,11 @@ def asks_how_to_claim(message: str) -> bool:
     return bool(_HOW_TO_CLAIM_RE.search(_lowered(message)))
 
 
+_PLACE_NOUN = re.compile(
+    r"\b(?:in|inside|from|at) (?:my |the |our )?(\w+)\b(?! (?:insurance|polic\w*|cover(?:age)?)\b)"
+)
+
+
 def whole_policy_question(message: str, line: str) -> str | None:
     """``"cover"``, ``"exclusion"`` or ``"claims"`` for a question about the line's
     policy as a whole.
@@ -636,6 +641,10 @@ def whole_policy_question(message: str, line: str) -> str | None:
     found = set(words(message))
     if found & _CLAIM_NOUNS and found & _CLAIM_ASKS and found <= _CLAIM_PROCESS_WORDS | nouns:
         return "claims"
+    # "Are things in my car covered?" asks about what is inside the car (belongings),
+    # not about the car insurance ("what is covered in my car insurance?").
+    if any(m.group(1) in nouns for m in _PLACE_NOUN.finditer(message.lower())):
+        return None
     asks = found & _WHOLE_POLICY_ASKS or ({"what", "can", "claim"} <= found)
     excludes = found & _WHOLE_POLICY_EXCLUDES
     if not (asks or excludes & _EXCLUSION_NOUNS):

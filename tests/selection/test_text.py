@@ -104,6 +104,9 @@ def test_the_customers_name_for_us_is_read_as_you(message, expected):
 @pytest.mark.parametrize(
     "message, line, expected",
     [
+        # what is inside the car, not the car insurance
+        ("Are things in my car covered by auto insurance?", "motor", None),
+        ("What is covered in my car insurance?", "motor", "cover"),
         ("What does my car insurance cover?", "motor", "cover"),
         ("What Is Full Coverage Auto Insurance?", "motor", "cover"),
         ("what's covered", "contents", "cover"),
