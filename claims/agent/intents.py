@@ -176,7 +176,13 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
         r"[^.?!]{0,40}\b(?:was|is) (?:wrong|unfair|incorrect|unjustified|too low)\b"
         r"|\b(?:my|our|the|this) (?:\w+ )?claim (?:was |been |being )?(?:declined|denied|refused|"
         r"rejected|reduced|settled|assessed)\b[^.?!]{0,20}\b(?:fairly|correctly|rightly|lawfully|"
-        r"properly|unfairly|wrongly)\b",
+        r"properly|unfairly|wrongly)\b"
+        # "the insurance company says my car is not a total loss but it should be": the
+        # customer disputes an assessment of their own claim
+        r"|\b(?:you|they|insurer|insurance(?: company)?|adjuster|assessor|northwind|company)"
+        r" (?:says|said|claims?|claimed|decided|insists?|told (?:me|us))\b[^.?!]{0,60}\bbut"
+        r" (?:it|i|we|it's|that's)(?: really)? (?:should|shouldn't|wasn't|isn't|is|was|think|"
+        r"believe|disagree)\b",
         "any",
     ),
     (

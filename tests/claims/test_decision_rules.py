@@ -49,6 +49,10 @@ from claims.agent.intents import asks_for_decision, decision_rule
             "responsible_event",
         ),
         ("The assessor says the crack was old. How do I prove him wrong?", "contest"),
+        (
+            "The insurance company says my car is not a total loss but it should be. What now?",
+            "decision_fair",
+        ),
     ],
 )
 def test_a_judgement_on_ones_own_claim_names_its_rule(message, rule):
@@ -78,6 +82,7 @@ def test_a_judgement_on_ones_own_claim_names_its_rule(message, rule):
         "If my claim is approved, when is it paid?",
         "Why does insurance only pay market value?",
         "Should I pay the excess if the other driver hits me?",
+        "My mechanic says the car is fine but is it covered for a service?",
     ],
 )
 def test_a_general_question_is_not_a_decision_request(message):
