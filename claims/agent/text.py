@@ -149,6 +149,7 @@ GLOSSARY: dict[str, str] = {
     r"mags|lowered|modded|modifications?|aftermarket": "modifications tell us",
     r"uber|ola|doordash|uber eats|lyft": "uber delivery business use",
     r"interislander|bluebridge|ferry": "ferry new zealand travel",
+    r"another state|out of state|other states|interstate": "where covered new zealand overseas",
     r"motel|hotel|airbnb stay|loss of use": "temporary accommodation",
     r"full coverage|comprehensive|collision coverage": "accidental damage cover",
     r"liability|sued|sue|lawsuit": "legal liability third party",
