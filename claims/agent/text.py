@@ -409,8 +409,9 @@ OUTSIDE_SIGNS: dict[str, str] = {
     ),
     # prices, quotes and advice on what to buy: a wording does not say
     "price_advice": (
-        # "expensive" prices insurance, not "expensive jewellery" (a valuable)
-        # a quote for insurance, not the repairer's quote (MTR-CLM-03)
+        # a quote for insurance, not the repairer's quote (MTR-CLM-03); the price of
+        # insurance, not the price paid for an item; "expensive" insurance, not "expensive
+        # jewellery" (a valuable)
         r"rates?|(?<!repair )(?<!own )quotes?(?! (?:for|from|on) (?:the |a |my |our )?(?:car )?"
         r"(?:repairs?|repairers?|panel ?beaters?|mechanics?|builders?|work))|"
         r"(?<!full )(?<!purchase )(?<!original )pric(?:e|es|ing)(?! (?:i|we) paid)|"
@@ -619,6 +620,7 @@ def asks_how_to_claim(message: str) -> bool:
     return bool(_HOW_TO_CLAIM_RE.search(_lowered(message)))
 
 
+_OBJECT_WORDS = frozenset("things stuff items belongings gear possessions".split())
 _PLACE_NOUN = re.compile(
     r"\b(?:in|inside|from|at) (?:my |the |our )?(\w+)\b(?! (?:insurance|polic\w*|cover(?:age)?)\b)"
 )
@@ -643,8 +645,11 @@ def whole_policy_question(message: str, line: str) -> str | None:
     if found & _CLAIM_NOUNS and found & _CLAIM_ASKS and found <= _CLAIM_PROCESS_WORDS | nouns:
         return "claims"
     # "Are things in my car covered?" asks about what is inside the car (belongings),
-    # not about the car insurance ("what is covered in my car insurance?").
-    if any(m.group(1) in nouns for m in _PLACE_NOUN.finditer(message.lower())):
+    # not about the car insurance ("what is covered in my car insurance?", "what's
+    # covered in my home?").
+    if found & _OBJECT_WORDS and any(
+        m.group(1) in nouns for m in _PLACE_NOUN.finditer(message.lower())
+    ):
         return None
     asks = found & _WHOLE_POLICY_ASKS or ({"what", "can", "claim"} <= found)
     excludes = found & _WHOLE_POLICY_EXCLUDES

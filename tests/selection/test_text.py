@@ -108,6 +108,7 @@ def test_the_customers_name_for_us_is_read_as_you(message, expected):
         # what is inside the car, not the car insurance
         ("Are things in my car covered by auto insurance?", "motor", None),
         ("What is covered in my car insurance?", "motor", "cover"),
+        ("What's covered in my home?", "home", "cover"),
         ("What does my car insurance cover?", "motor", "cover"),
         ("What Is Full Coverage Auto Insurance?", "motor", "cover"),
         ("what's covered", "contents", "cover"),
