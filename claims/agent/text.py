@@ -425,8 +425,9 @@ OUTSIDE_SIGNS: dict[str, str] = {
         r"should i (?:lower|raise|increase|reduce|change) my (?:\w+ )?(?:deductible|excess|cover|"
         r"coverage|limits?|premium)|(?:deductible|excess|premium)s? (?:usually|normally|typically)|"
         r"credit (?:score|rating|history)|do (?:i|we) (?:really |even )?need (?:it|this|that|one)|"
-        r"do (?:i|we) (?:really |even |still )?need (?:to (?:buy|get|have|carry) )?(?:a |an )?"
-        r"(?:\w+ )?(?:insurance|coverage)|(?:is it )?worth (?:claiming|making a claim|"
+        # (whether to buy a kind of insurance is CLEARLY_OUTSIDE; "coverage" is also a limit)
+        r"do (?:i|we) (?:really |even |still )?need (?:a |an )?(?:\w+ )?coverage|"
+        r"(?:is it )?worth (?:claiming|making a claim|"
         r"filing a claim|putting (?:in )?a claim)|"
         r"worth it|best|recommend\w*|which (?:company|insurer|policy|coverage|plan)|"
         r"good idea|compare|comparison|shop(?:ping)? (?:around|for)|agents?|brokers?|"
