@@ -445,6 +445,21 @@ def served_index_forget() -> None:
         _served.clear()
 
 
+def query_vector_start(message: str) -> None:
+    """Start the turn's one model run now, in the background (``Embedder.prefetch``).
+
+    The cards step and the chooser both embed ``T.expand(message)``; started
+    at the top of the turn, that run overlaps the facts, route and directory
+    steps' database work, and the cards step collects the vector from the
+    embedder's memo. An embedder without ``prefetch`` (a test double) or none
+    at all changes nothing: the cards step encodes as before.
+    """
+    embedder = _embedder()
+    prefetch = getattr(embedder, "prefetch", None)
+    if prefetch is not None:
+        prefetch(T.expand(message))
+
+
 def cards_retrieve(
     message: str,
     context: CardContext | None,

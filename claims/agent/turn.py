@@ -32,6 +32,7 @@ from claims.agent.cards import (
     IndexedCard,
     cards_fit,
     cards_retrieve,
+    query_vector_start,
     served_index,
 )
 from claims.agent.compose import fallback_reply, has_content, turn_assess
@@ -145,6 +146,9 @@ def turn_run(
     draft) besides the offline rules, which always run."""
     steps = Steps(on_step)
     started = time.perf_counter()
+    content = has_content(request.message) or bool(clause_ids_in(request.message))
+    if content:
+        query_vector_start(request.message)
 
     with steps.step("facts") as payload:
         facts = turn_facts_load(request, question_date=timezone.localdate(request.received_at))
@@ -155,8 +159,8 @@ def turn_run(
 
     directory = selection = fetch = None
     cards = NO_CARDS
-    content = has_content(request.message) or bool(clause_ids_in(request.message))
-    # "hi", "ok thanks": nothing to look up, no directory shown, nothing for the queue.
+    # "hi", "ok thanks" (no content): nothing to look up, no directory shown,
+    # nothing for the queue.
     context = tool_context(request, facts, wording, store)
     tool_results: tuple[ToolResult, ...] = ()
     if content:

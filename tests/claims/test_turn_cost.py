@@ -78,6 +78,37 @@ def test_a_turn_runs_the_embedding_model_once_even_when_the_glossary_adds_words(
     assert runs == [expand(message)]
 
 
+def test_a_turn_starts_its_model_run_before_the_facts_and_collects_it_once(api_client, monkeypatch):
+    """The query vector is started at the top of the turn and used by cards and chooser."""
+    from claims.agent.text import expand
+    from knowledge.embedding import default_embedder
+
+    conversation = start(api_client, "NW-MTR-204518")
+    say(api_client, conversation, "Is my windscreen covered?")  # builds indexes, caches
+    embedder = default_embedder()
+    events: list[tuple[str, str]] = []
+    real_prefetch, real_encode = embedder.prefetch, embedder._encode_one
+
+    def prefetch(text: str) -> None:
+        events.append(("prefetch", text))
+        real_prefetch(text)
+
+    def encode_one(text: str):
+        events.append(("run", text))
+        return real_encode(text)
+
+    monkeypatch.setattr(embedder, "prefetch", prefetch)
+    monkeypatch.setattr(embedder, "_encode_one", encode_one)
+    message = "will the policy pay for a rental while my car is at the panel beater?"
+    body = say(api_client, conversation, message)
+    assert body["clauses"]["returned"], body
+    assert events == [("prefetch", expand(message)), ("run", expand(message))]
+
+    events.clear()
+    say(api_client, conversation, "ok thanks")  # nothing to look up: no model run at all
+    assert events == []
+
+
 def test_warm_up_loads_what_the_first_turn_needs_and_freezes_the_heap(api_client):
     from claims.agent.warmup import agent_warm_up
 
