@@ -257,6 +257,9 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
         r"(?:offered|valued|quoted|proposed|assessed|put)\b"
         r"|\b(?:hold out|push|ask|argue|fight|negotiate|hold firm) for (?:a )?(?:more|higher|"
         r"bigger)\b"
+        # "they totaled my car but offered too little"
+        r"|\b(?:offered|offering) (?:me |us )?(?:(?:far|way|much|a lot) )?(?:too little|too low|"
+        r"not enough|so little|less than (?:it'?s|it is|it was) worth)\b"
         # "why did you only offer half the value of my TV?"
         r"|\b(?:why (?:did|have|has|had)|how come(?: (?:did|have|has|had))?) "
         rf"{_SUBJ} only (?:offer|offered|pay|paid|give|given|valued?|put)\b",

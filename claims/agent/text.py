@@ -430,7 +430,9 @@ OUTSIDE_SIGNS: dict[str, str] = {
         r"(?:is it )?worth (?:claiming|making a claim|"
         r"filing a claim|putting (?:in )?a claim)|"
         r"worth it|best|recommend\w*|which (?:company|insurer|policy|coverage|plan)|"
-        r"good idea|compare|comparison|shop(?:ping)? (?:around|for)|agents?|brokers?|"
+        # shopping for insurance, not the body shop the repairs are done at
+        r"good idea|compare|comparison|(?<!body )(?<!repair )(?<!panel )(?<!paint )(?<!auto )"
+        r"shop(?:ping)? (?:around|for)|agents?|brokers?|"
         r"(?:average|typical) (?:\w+ ){0,2}(?:deductible|excess|premium|"
         r"cost|amount|limit)s?|(?:can|could|should|where|how) (?:do |does |can )?(?:i|you|we|"
         r"someone) (?:get|buy|find|obtain|purchase) (?:\w+ ){0,2}(?:insurance|a policy|cover|"
@@ -485,6 +487,12 @@ CLEARLY_OUTSIDE = (
     r"how much (?:is|are) (?:\w+ ){0,3}(?:insurance|premiums?)(?: (?:a|per) (?:month|year|week)|"
     r" monthly| yearly|(?=\s*\?)|$)|"
     r"(?:average |typical )?(?:cost|price) of (?:\w+ ){0,2}insurance|"
+    # whether a kind of insurance is worth buying: advice, never the wording's to say
+    r"(?:is|are) (?:\w+ ){0,3}(?:insurance|cover|coverage|polic(?:y|ies)) (?:really )?worth "
+    r"(?:it|the (?:cost|money|price)|having|getting|buying|paying for)|"
+    r"(?:is it|would it be) worth (?:getting|buying|having|taking out|paying for) "
+    r"(?:\w+ ){0,3}(?:insurance|cover|coverage)|"
+    r"(?:insurance|cover|coverage) (?:is |a )?worthwhile|"
     # a document about the policy, which the insurer issues and no clause describes
     r"proof of (?:\w+ )?insurance|certificate of (?:\w+ )?insurance|insurance (?:id )?cards?|"
     r"insurance (?:cost|costs|premiums?) (?:a|per) (?:month|year)"

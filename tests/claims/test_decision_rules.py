@@ -27,6 +27,10 @@ from claims.agent.intents import asks_for_decision, decision_rule
         ("Has the loss adjuster lowballed the value of our caravan?", "offer_too_low"),
         ("Why did you only offer half the value of my TV?", "offer_too_low"),
         ("How come you only paid me $2000 for my car?", "offer_too_low"),
+        (
+            "My Insurance Company Totaled My Car But Offered Too Little, What Can I Do?",
+            "offer_too_low",
+        ),
         ("Should I be paying the excess when the other guy hit me?", "pay_excess"),
         ("Can I ask for more than what the assessor valued my boat at?", "offer_too_low"),
         ("Is Northwind right to call it wear and tear?", "may_they"),
@@ -78,6 +82,7 @@ def test_a_judgement_on_ones_own_claim_names_its_rule(message, rule):
         "Can I get a rental car while mine is repaired?",
         "How is fault split when both drivers changed lanes?",
         "Should I accept the first offer an insurer makes?",
+        "Do insurers usually offer too little for a write-off?",
         "Is the insurer responsible for towing after a crash?",
         "If my claim is approved, when is it paid?",
         "Why does insurance only pay market value?",

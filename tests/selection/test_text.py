@@ -168,6 +168,9 @@ def test_a_question_about_the_whole_policy(message, line, expected):
         ("Do I need insurance company approval for repairs?", False),
         ("How Do I Get Proof Of Renters Insurance?", True),
         ("How much does home insurance cost in Auckland?", True),
+        ("Is Renters Insurance Worth It?", True),
+        ("Is it worth getting contents insurance when I rent?", True),
+        ("Is comprehensive car cover really worth the money?", True),
         # the same words about the customer's own policy or event
         ("Rising floodwater came into the garage, am I covered?", False),
         ("What is the highest excess I could pay?", False),
@@ -187,6 +190,8 @@ def test_a_question_about_the_whole_policy(message, line, expected):
             False,
         ),
         ("Does my bank require me to tell you about the mortgage?", False),
+        ("Is my insured car worth less after the repair?", False),
+        ("Is it worth repairing my car or will you write it off?", False),
     ],
 )
 def test_a_topic_no_clause_answers(message, expected):
@@ -229,6 +234,9 @@ def test_a_repair_quote_is_not_a_price_and_whether_to_claim_is_advice():
     assert outside_signs("Is it worth claiming a small accident?")[price] == 1.0
     assert outside_signs("Do I need full coverage?")[price] == 1.0
     assert outside_signs("Do I need to tell my insurance company about a new driver?")[price] == 0.0
+    # the body shop is the repairer, not shopping for insurance
+    assert outside_signs("Can I Choose My Own Body Shop For Repairs?")[price] == 0.0
+    assert outside_signs("When shopping for renters cover, what matters?")[price] == 1.0
 
 
 @pytest.mark.parametrize(
