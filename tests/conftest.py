@@ -131,6 +131,24 @@ def api_client(demo):
     return client
 
 
+@pytest.fixture
+def model_runs(monkeypatch):
+    """``runs = model_runs(embedder)``: the texts the embedder runs its model on, in order."""
+
+    def watch(embedder) -> list[str]:
+        runs: list[str] = []
+        real = embedder._encode_one
+
+        def counted(text: str):
+            runs.append(text)
+            return real(text)
+
+        monkeypatch.setattr(embedder, "_encode_one", counted)
+        return runs
+
+    return watch
+
+
 @pytest.fixture(autouse=True)
 def _isolated_storage(request, settings, tmp_path):
     """Give every test its own storage area: a temp folder, or a fresh S3 prefix.

@@ -50,7 +50,7 @@ def test_a_conversations_first_turn_writes_the_conversation_once(api_client):
 
 
 def test_a_turn_runs_the_embedding_model_once_even_when_the_glossary_adds_words(
-    api_client, monkeypatch
+    api_client, model_runs
 ):
     """The cards step and the chooser embed the same text: one model run a turn.
 
@@ -62,15 +62,7 @@ def test_a_turn_runs_the_embedding_model_once_even_when_the_glossary_adds_words(
 
     conversation = start(api_client, "NW-MTR-204518")
     say(api_client, conversation, "Is my windscreen covered?")  # builds indexes, caches
-    embedder = default_embedder()
-    runs: list[str] = []
-    real = embedder._encode_one
-
-    def counted(text: str):
-        runs.append(text)
-        return real(text)
-
-    monkeypatch.setattr(embedder, "_encode_one", counted)
+    runs = model_runs(default_embedder())
     message = "what is my deductible if my car gets totaled in a hailstorm next winter?"
     assert expand(message) != message
     body = say(api_client, conversation, message)

@@ -11,16 +11,9 @@ def embedder():
     return OnnxMiniLMEmbedder(threads=1)
 
 
-def test_a_prefetched_text_is_encoded_once_and_gives_the_same_vector(embedder, monkeypatch):
+def test_a_prefetched_text_is_encoded_once_and_gives_the_same_vector(embedder, model_runs):
     fresh = OnnxMiniLMEmbedder(threads=1).encode(["is my windscreen covered? (prefetch 1)"])[0]
-    runs: list[str] = []
-    real = embedder._encode_one
-
-    def counted(text: str):
-        runs.append(text)
-        return real(text)
-
-    monkeypatch.setattr(embedder, "_encode_one", counted)
+    runs = model_runs(embedder)
     embedder.prefetch("is my windscreen covered? (prefetch 1)")
     embedder.prefetch("is my windscreen covered? (prefetch 1)")  # already under way
     vector = embedder.encode(["is my windscreen covered? (prefetch 1)"])[0]
