@@ -35,6 +35,7 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import threading
@@ -223,32 +224,28 @@ class OnnxMiniLMEmbedder:
         with self._lock:
             if text in self._memo or text in self._pending:
                 return
-            executor = self._executor
-            if executor is None or self._executor_pid != os.getpid():
+            if self._executor is None or self._executor_pid != os.getpid():
                 # A worker forked after the parent made its thread has none
                 # running: each process makes its own.
-                executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-prefetch")
-                self._executor, self._executor_pid = executor, os.getpid()
-            future: Future[np.ndarray] = Future()
-            self._pending[text] = future
-        try:
-            executor.submit(self._prefetch_run, text, future)
-        except RuntimeError:  # the interpreter is shutting down
-            with self._lock:
-                self._pending.pop(text, None)
+                self._executor = ThreadPoolExecutor(
+                    max_workers=1, thread_name_prefix="embed-prefetch"
+                )
+                self._executor_pid = os.getpid()
+            # The run's own clean-up waits for this lock, so the future is
+            # registered before it can be removed. RuntimeError: the interpreter
+            # is shutting down, and encode will run the model itself.
+            with contextlib.suppress(RuntimeError):
+                self._pending[text] = self._executor.submit(self._prefetch_run, text)
 
-    def _prefetch_run(self, text: str, future: Future[np.ndarray]) -> None:
+    def _prefetch_run(self, text: str) -> np.ndarray:
+        """One background run; a failure reaches the waiting ``encode``, which runs again."""
         try:
             vector = self._encode_one(text)
-        except BaseException as exc:  # the waiting turn encodes again
+            self._remember(text, vector)
+            return vector
+        finally:
             with self._lock:
                 self._pending.pop(text, None)
-            future.set_exception(exc)
-            return
-        self._remember(text, vector)
-        with self._lock:
-            self._pending.pop(text, None)
-        future.set_result(vector)
 
 
 MEMO_SIZE = 4096
