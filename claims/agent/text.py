@@ -457,6 +457,12 @@ CLEARLY_OUTSIDE = (
     r"vets?|vet'?s bills?|veterinar\w*|supplemental insurance|secondary insurance|"
     r"investments|investment (?:advis\w+|accounts?|portfolios?|returns?|funds?|plans?)|"
     r"gap (?:\w+ )?(?:insurance|cover|coverage)|parts? [a-d] of|"
+    # the lettered parts of a US homeowners form ("dwelling coverage A", "coverage B")
+    r"coverage [a-f](?=\s*(?:[?.,)]|$| (?:of|in|on|for|and|or|is|mean|means|cover|covers)\b))|"
+    # how the premium is paid (a mortgage escrow, by card, monthly): no clause says
+    r"escrow|pay (?:for )?(?:my|our|the|your) (?:\w+ ){0,2}(?:insurance|premiums?)(?: bills?)? "
+    r"(?:through|with (?:a |my )?(?:credit|debit|card|paypal|check|cheque)|by (?:credit|debit|"
+    r"card|direct debit|check|cheque|the month)|monthly|online|in instal?lments|using|via)|"
     r"(?:insurance|premiums?|rates?|prices?|costs?) (?:\w+ ){0,2}(?:rise|rises|rising)|"
     r"(?:coverage|cover|insurance) (?:do|would|should) (?:i|we) (?:really )?need|"
     r"(?:coverage|cover|insurance) is enough|enough (?:cover|coverage|insurance)|"
@@ -516,6 +522,17 @@ _NAMES_INSURANCE_RE = re.compile(
 )
 
 
+# Losing one's job: income protection or a mortgage-protection product, never a
+# motor, home or contents wording -- unless the customer asks to cancel the policy
+# because of it, which the cancellation clause answers.
+_JOB_LOSS_RE = re.compile(
+    r"\b(?:(?:lose|lost|losing|lose) (?:my|our|his|her|their) (?:jobs?|employment|income)|"
+    r"(?:get|got|been|was|were|am|are|be|being) (?:laid off|made redundant|fired|sacked)|"
+    r"unemploy\w*|redundan(?:cy|t))\b"
+)
+_CANCELS_RE = re.compile(r"\b(?:cancel\w*|refund\w*|stop (?:my|the) (?:policy|insurance|cover))\b")
+
+
 def _lowered(message: str) -> str:
     """The message as the outside patterns read it: lower case, straight apostrophes."""
     return message.lower().replace("\u2019", "'")
@@ -525,6 +542,8 @@ def clearly_outside(message: str) -> bool:
     """Whether the message names a topic that no clause of a wording answers."""
     text = _lowered(message)
     if _CLEARLY_OUTSIDE_RE.search(text):
+        return True
+    if _JOB_LOSS_RE.search(text) and not _CANCELS_RE.search(text):
         return True
     return bool(_PRICE_OF_WORK_RE.search(text)) and not _NAMES_INSURANCE_RE.search(text)
 

@@ -171,6 +171,13 @@ def test_a_question_about_the_whole_policy(message, line, expected):
         ("Is Renters Insurance Worth It?", True),
         ("Is it worth getting contents insurance when I rent?", True),
         ("Is comprehensive car cover really worth the money?", True),
+        # paying the premium, a US form's lettered parts, losing one's job
+        ("Can I Pay My Homeowners Insurance Through Escrow?", True),
+        ("Can I pay for my car insurance monthly by credit card?", True),
+        ("What Is Dwelling Coverage A?", True),
+        ("What does coverage B mean on my home policy?", True),
+        ("Will Renters Insurance Pay My Rent If I Lose My Job?", True),
+        ("Does my insurance pay the mortgage if I am made redundant?", True),
         # the same words about the customer's own policy or event
         ("Rising floodwater came into the garage, am I covered?", False),
         ("What is the highest excess I could pay?", False),
@@ -192,6 +199,10 @@ def test_a_question_about_the_whole_policy(message, line, expected):
         ("Does my bank require me to tell you about the mortgage?", False),
         ("Is my insured car worth less after the repair?", False),
         ("Is it worth repairing my car or will you write it off?", False),
+        ("What happens if I don't pay my premium?", False),
+        ("Can I pay my excess by card?", False),
+        ("Is there coverage a year after I move out?", False),
+        ("I lost my job, can I cancel my contents policy and get a refund?", False),
     ],
 )
 def test_a_topic_no_clause_answers(message, expected):
