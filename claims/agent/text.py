@@ -455,6 +455,10 @@ OUTSIDE_SIGNS: dict[str, str] = {
 # once a claim is declined, how long a claim stays on record).
 CLEARLY_OUTSIDE = (
     r"vets?|vet'?s bills?|veterinar\w*|supplemental insurance|secondary insurance|"
+    # a pet's own health, identity fraud, a US condominium assessment or form number
+    r"pets?'? (?:injur(?:y|ies)|illness(?:es)?|sickness|surgery|medical|health)|"
+    r"(?:injur(?:y|ies)|illness(?:es)?) (?:to|of) (?:my |our |a |the )?(?:pets?|dogs?|cats?)|"
+    r"identity (?:theft|fraud)|stolen identity|loss assessment|ho-? ?[1-8]|"
     r"investments|investment (?:advis\w+|accounts?|portfolios?|returns?|funds?|plans?)|"
     r"gap (?:\w+ )?(?:insurance|cover|coverage)|parts? [a-d] of|"
     # the lettered parts of a US homeowners form ("dwelling coverage A", "coverage B")

@@ -178,6 +178,10 @@ def test_a_question_about_the_whole_policy(message, line, expected):
         ("What does coverage B mean on my home policy?", True),
         ("Will Renters Insurance Pay My Rent If I Lose My Job?", True),
         ("Does my insurance pay the mortgage if I am made redundant?", True),
+        ("Does Renters Insurance Cover Identity Theft?", True),
+        ("Does Renters Insurance Cover Pet Injuries?", True),
+        ("What Is Loss Assessment Coverage On Renters Insurance?", True),
+        ("What Is The Difference Between HO3 And HO5?", True),
         # the same words about the customer's own policy or event
         ("Rising floodwater came into the garage, am I covered?", False),
         ("What is the highest excess I could pay?", False),
@@ -202,6 +206,8 @@ def test_a_question_about_the_whole_policy(message, line, expected):
         ("What happens if I don't pay my premium?", False),
         ("Can I pay my excess by card?", False),
         ("Is there coverage a year after I move out?", False),
+        ("My dog injured the neighbour's kid, am I covered?", False),
+        ("Someone stole my wallet and my ID, is that covered?", False),
         ("I lost my job, can I cancel my contents policy and get a refund?", False),
     ],
 )
