@@ -120,6 +120,9 @@ GLOSSARY: dict[str, str] = {
     r"stopped working|broke down|broken down|packed up|conked out|died|not working": (
         "breakdown mechanical breakdown"
     ),
+    # parts that wear out or fail mechanically (a stolen catalytic converter is theft: not here)
+    r"transmissions?|gear ?box(?:es)?|clutch(?:es)?|alternators?|timing belts?|head gaskets?|"
+    r"starter motors?|radiators?": "mechanical breakdown",
     r"spilt|spilled|dropped": "accidental damage",
     r"seiz(?:e|ed|ure)|confiscat(?:e|ed)": "police illegal activity",
     r"cops?": "police",
@@ -151,6 +154,8 @@ GLOSSARY: dict[str, str] = {
     r"interislander|bluebridge|ferry": "ferry new zealand travel",
     r"another state|out of state|other states|interstate": "where covered new zealand overseas",
     r"motel|hotel|airbnb stay|loss of use": "temporary accommodation",
+    r"where (?:do|will|can|should|would|are) (?:i|we) (?:going to )?(?:stay|live|sleep)|"
+    r"(?:somewhere|a place|anywhere) to (?:stay|live|sleep)": "temporary accommodation",
     r"full coverage|comprehensive|collision coverage": "accidental damage cover",
     r"liability|sued|sue|lawsuit": "legal liability third party",
     r"petrol|gas|gasoline|diesel": "fuel",

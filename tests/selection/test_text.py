@@ -56,6 +56,8 @@ def test_baseline_terms_follow_the_seed_example():
         ("Can insurance refuse to pay if I lied about the accident?", {"fals"}),
         ("Can I claim for the days I could not work while my car was fixed?", {"incom"}),
         ("Will my car insurance cover me if I drive to another state?", {"zealand", "oversea"}),
+        ("Does Auto Insurance Pay For A New Transmission?", {"mechan", "breakdown"}),
+        ("My Apartment Flooded Where Do I Stay?", {"temporari", "accommod"}),
     ],
 )
 def test_us_and_everyday_terms_get_the_wordings_words(message, wording_words):
