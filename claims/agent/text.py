@@ -487,6 +487,15 @@ CLEARLY_OUTSIDE = (
     r"(?<!-)term (?:life )?(?:insurance|assurance|polic(?:y|ies)|plans?)|"
     # the law and the council, not the wording
     r"is it (?:legal|illegal|against the law|an offence) to|"
+    r"(?:is|was) (?:that|this|it) (?:legal|illegal|lawful|against the law)\b(?! to)|"
+    # what drives the premium, and pausing a policy: a person's to say, not the wording's
+    r"(?:insurance|premiums?|rates?|quotes?) (?:is |are )?(?:so|too|this|that) (?:high|expensive)|"
+    r"clean (?:driving )?record|"
+    r"(?:raise|raises|raising|increase|increases|increasing|hike|hikes) (?:your|my|the|our|his|"
+    r"her|their) (?:\w+ )?(?:insurance|premiums?|rates?)\b(?! (?:excess|deductible|cover|"
+    r"coverage|limits?|sum))|"
+    r"(?:put|place) (?:\w+ ){0,3}(?:insurance|policy|cover|coverage) on hold|"
+    r"(?:suspend|pause|freeze) (?:my |the |our )?(?:\w+ )?(?:insurance|policy|cover|coverage)|"
     r"do (?:i|we) need (?:a )?(?:building |resource )consent|"
     # whether insurance is required (by law, a landlord, a lender): not the wording's to say
     r"(?:is|are) (?:\w+ ){0,3}insurance (?:legally )?(?:required|mandatory|compulsory)|"

@@ -184,6 +184,10 @@ def test_a_question_about_the_whole_policy(message, line, expected):
         ("Does Renters Insurance Cover Pet Injuries?", True),
         ("What Is Loss Assessment Coverage On Renters Insurance?", True),
         ("What Is The Difference Between HO3 And HO5?", True),
+        ("Why Is My Car Insurance So High When I Have A Clean Record?", True),
+        ("How Much Does A DUI Raise Your Car Insurance?", True),
+        ("Can I Put My Car Insurance On Hold While I Am Deployed?", True),
+        ("My Landlord Says I Have To Have Renters Insurance Is That Legal?", True),
         # the same words about the customer's own policy or event
         ("Rising floodwater came into the garage, am I covered?", False),
         ("What is the highest excess I could pay?", False),
@@ -210,6 +214,9 @@ def test_a_question_about_the_whole_policy(message, line, expected):
         ("Is there coverage a year after I move out?", False),
         ("My dog injured the neighbour's kid, am I covered?", False),
         ("Someone stole my wallet and my ID, is that covered?", False),
+        ("Why Is My Car Insurance Deductible So High?", False),
+        ("Can I increase my insurance cover for the new TV?", False),
+        ("Am I covered if my licence was suspended?", False),
         ("I lost my job, can I cancel my contents policy and get a refund?", False),
     ],
 )
