@@ -147,7 +147,7 @@ GLOSSARY: dict[str, str] = {
     r"(?:get to )?work|missed work|time off work": "loss of income",
     r"lie|lied|lying|fraud\w*|fake|faked|made up|exaggerat\w*|dishonest\w*": "false claims",
     r"beers?|drunk|drink(?:ing)?|booze|over the limit|dui|dwi|under the influence|"
-    r"intoxicated|stoned|high on": "alcohol drugs impaired",
+    r"intoxicated|stoned|high on|while high|(?:was|got|were) high": "alcohol drugs impaired",
     r"learners?|restricted licen[cs]e": "learner licence drivers",
     r"mags|lowered|modded|modifications?|aftermarket": "modifications tell us",
     r"uber|ola|doordash|uber eats|lyft": "uber delivery business use",
@@ -491,6 +491,16 @@ CLEARLY_OUTSIDE = (
     # what drives the premium, and pausing a policy: a person's to say, not the wording's
     r"(?:insurance|premiums?|rates?|quotes?) (?:is |are )?(?:so|too|this|that) (?:high|expensive)|"
     r"clean (?:driving )?record|"
+    # rating factors: what the premium depends on
+    r"(?:credit|colou?r|age|gender|sex|marital status|zip ?code|post ?code|occupation) "
+    r"(?:\w+ ){0,4}(?:affects?|impacts?|determines?|raises?|lowers?) (?:\w+ ){0,2}(?:insurance|"
+    r"premiums?|rates?)|"
+    # other kinds of motor policy, driving uninsured, who insures a car, US stacking
+    r"(?:liability|collision|third[- ]party(?: fire and theft)?)[- ]only|"
+    r"(?:drive|driving|drove|driven) (?:\w+ ){0,2}without (?:\w+ )?insurance|"
+    r"who insures|insure (?:a |an |the )?(?:car|vehicle|house|home) (?:for|in|under) "
+    r"(?:someone|somebody|another|a friend|my (?:\w+(?:'s)? )?name)|insure (?:someone|somebody) "
+    r"else'?s|stacked|stacking|unstacked|"
     r"(?:raise|raises|raising|increase|increases|increasing|hike|hikes) (?:your|my|the|our|his|"
     r"her|their) (?:\w+ )?(?:insurance|premiums?|rates?)\b(?! (?:excess|deductible|cover|"
     r"coverage|limits?|sum))|"
