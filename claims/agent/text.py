@@ -491,6 +491,13 @@ CLEARLY_OUTSIDE = (
     # what drives the premium, and pausing a policy: a person's to say, not the wording's
     r"(?:insurance|premiums?|rates?|quotes?) (?:is |are )?(?:so|too|this|that) (?:high|expensive)|"
     r"clean (?:driving )?record|"
+    r"(?:insurance|premiums?|polic(?:y|ies)) (?:cost|costs|be|is|are) (?:more|less|higher|lower)\b|"
+    r"how much (?:is|are|would be|will be) (?:\w+ ){0,3}(?:insurance|premiums?) (?:on|for|in) "
+    r"(?:a|an|my|our|the)\b|mortgage payments?|"
+    # what kinds of insurance are, beside one another: a wording describes only its own
+    r"difference between (?:\w+ ){0,3}(?:insurance|cover|coverage|polic(?:y|ies)|plans?) and "
+    r"(?:\w+ ){0,3}(?:insurance|cover|coverage|polic(?:y|ies)|plans?)|"
+    r"(?:is|are) (?:\w+ ){0,3}insurance (?:the same as|different (?:from|than|to))|"
     # rating factors: what the premium depends on
     r"(?:credit|colou?r|age|gender|sex|marital status|zip ?code|post ?code|occupation) "
     r"(?:\w+ ){0,4}(?:affects?|impacts?|determines?|raises?|lowers?) (?:\w+ ){0,2}(?:insurance|"

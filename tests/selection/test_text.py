@@ -196,6 +196,10 @@ def test_a_question_about_the_whole_policy(message, line, expected):
         ("How Do I Find Out Who Insures A Car?", True),
         ("Can I insure a car in my brother's name?", True),
         ("What Is Stacked Uninsured Motorist Coverage?", True),
+        ("Does Car Insurance Cost More In The City?", True),
+        ("How Much Is Homeowners Insurance On A Mobile Home?", True),
+        ("Is Homeowners Insurance Included In My Mortgage Payment?", True),
+        ("Is Renters Insurance Different From Homeowners Insurance?", True),
         # the same words about the customer's own policy or event
         ("Rising floodwater came into the garage, am I covered?", False),
         ("What is the highest excess I could pay?", False),
@@ -228,6 +232,9 @@ def test_a_question_about_the_whole_policy(message, line, expected):
         ("An uninsured driver hit me, do I pay the excess?", False),
         ("Do modifications affect my cover?", False),
         ("Can I insure my car for its agreed value?", False),
+        ("What's the difference between agreed value and market value?", False),
+        ("Are fitted carpets under home or contents insurance?", False),
+        ("Will my excess be higher if my son drives?", False),
         ("I lost my job, can I cancel my contents policy and get a refund?", False),
     ],
 )
