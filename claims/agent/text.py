@@ -112,7 +112,7 @@ GLOSSARY: dict[str, str] = {
     # someone else's car or things: the wording's "other people's ... (third party)"
     # (not "my other car": the customer's own second car)
     r"(?:the )?(?<!my )(?<!our )other (?:driver|guy|person|party|car|vehicle)'?s?|"
-    r"someone else'?s|"
+    r"someone else'?s|someone'?s (?:car|ute|van|truck|vehicle|fence|wall|house|property)|"
     r"(?:his|her|their) (?:car|ute|van|truck|vehicle|fence|wall|house|property)": (
         "other people's cars property third party"
     ),
@@ -153,6 +153,9 @@ GLOSSARY: dict[str, str] = {
     r"uber|ola|doordash|uber eats|lyft": "uber delivery business use",
     r"interislander|bluebridge|ferry": "ferry new zealand travel",
     r"another state|out of state|other states|interstate": "where covered new zealand overseas",
+    r"(?:away|overseas|abroad|travelling) for (?:\w+ ){0,2}(?:weeks?|months?)": (
+        "home empty unoccupied"
+    ),
     r"motel|hotel|airbnb stay|loss of use": "temporary accommodation",
     r"where (?:do|will|can|should|would|are) (?:i|we) (?:going to )?(?:stay|live|sleep)|"
     r"(?:somewhere|a place|anywhere) to (?:stay|live|sleep)": "temporary accommodation",
@@ -491,6 +494,10 @@ CLEARLY_OUTSIDE = (
     # what drives the premium, and pausing a policy: a person's to say, not the wording's
     r"(?:insurance|premiums?|rates?|quotes?) (?:is |are )?(?:so|too|this|that) (?:high|expensive)|"
     r"clean (?:driving )?record|"
+    r"how much (?:is it|does it cost|would it cost|will it cost|extra is it) to add|"
+    # buying a property: reports and inspections a buyer orders, not the wording's
+    r"builders?'? reports?|building (?:inspection|report)s?|lim reports?|"
+    r"pre-?purchase (?:inspection|report)s?|"
     r"(?:insurance|premiums?|polic(?:y|ies)) (?:cost|costs|be|is|are) (?:more|less|higher|lower)\b|"
     r"how much (?:is|are|would be|will be) (?:\w+ ){0,3}(?:insurance|premiums?) (?:on|for|in) "
     r"(?:a|an|my|our|the)\b|mortgage payments?|"

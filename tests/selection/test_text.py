@@ -56,6 +56,8 @@ def test_baseline_terms_follow_the_seed_example():
         ("Can insurance refuse to pay if I lied about the accident?", {"fals"}),
         ("Can I claim for the days I could not work while my car was fixed?", {"incom"}),
         ("Does Insurance Pay If I Crash While High?", {"alcohol", "drug"}),
+        ("i dinged someone's car in the supermarket carpark, what now?", {"third", "parti"}),
+        ("we're going overseas for 3 months, does the house stay insured", {"unoccupi"}),
         ("Will my car insurance cover me if I drive to another state?", {"zealand", "oversea"}),
         ("Does Auto Insurance Pay For A New Transmission?", {"mechan", "breakdown"}),
         ("My Apartment Flooded Where Do I Stay?", {"temporari", "accommod"}),
@@ -200,6 +202,8 @@ def test_a_question_about_the_whole_policy(message, line, expected):
         ("How Much Is Homeowners Insurance On A Mobile Home?", True),
         ("Is Homeowners Insurance Included In My Mortgage Payment?", True),
         ("Is Renters Insurance Different From Homeowners Insurance?", True),
+        ("how much is it to add my partner as a driver", True),
+        ("what does a builders report cost before buying a house", True),
         # the same words about the customer's own policy or event
         ("Rising floodwater came into the garage, am I covered?", False),
         ("What is the highest excess I could pay?", False),
