@@ -121,8 +121,8 @@ GLOSSARY: dict[str, str] = {
         "breakdown mechanical breakdown"
     ),
     # parts that wear out or fail mechanically (a stolen catalytic converter is theft: not here)
-    r"transmissions?|gear ?box(?:es)?|clutch(?:es)?|alternators?|timing belts?|head gaskets?|"
-    r"starter motors?|radiators?": "mechanical breakdown",
+    r"transmissions?|clutch(?:es)?|alternators?|timing belts?|head gaskets?|starter motors?|"
+    r"radiators?": "mechanical breakdown",
     r"spilt|spilled|dropped": "accidental damage",
     r"seiz(?:e|ed|ure)|confiscat(?:e|ed)": "police illegal activity",
     r"cops?": "police",
