@@ -500,7 +500,8 @@ CLEARLY_OUTSIDE = (
     r"pre-?purchase (?:inspection|report)s?|"
     r"(?:insurance|premiums?|polic(?:y|ies)) (?:cost|costs|be|is|are) (?:more|less|higher|lower)\b|"
     r"how much (?:is|are|would be|will be) (?:\w+ ){0,3}(?:insurance|premiums?) (?:on|for|in) "
-    r"(?:a|an|my|our|the)\b|mortgage payments?|"
+    r"(?:a|an|my|our|the)\b|insurance (?:\w+ ){0,2}(?:included|part of|paid|bundled) (?:in|with|"
+    r"through|into) (?:my |the |our |a )?mortgage|"
     # what kinds of insurance are, beside one another: a wording describes only its own
     r"difference between (?:\w+ ){0,3}(?:insurance|cover|coverage|polic(?:y|ies)|plans?) and "
     r"(?:\w+ ){0,3}(?:insurance|cover|coverage|polic(?:y|ies)|plans?)|"
@@ -514,12 +515,13 @@ CLEARLY_OUTSIDE = (
     r"(?:drive|driving|drove|driven) (?:\w+ ){0,2}without (?:\w+ )?insurance|"
     r"who insures|insure (?:a |an |the )?(?:car|vehicle|house|home) (?:for|in|under) "
     r"(?:someone|somebody|another|a friend|my (?:\w+(?:'s)? )?name)|insure (?:someone|somebody) "
-    r"else'?s|stacked|stacking|unstacked|"
+    r"else'?s|(?:un)?stack(?:ed|ing) (?:\w+ ){0,2}(?:uninsured|underinsured|um|uim|coverage|cover|"
+    r"policies|limits)|"
     r"(?:raise|raises|raising|increase|increases|increasing|hike|hikes) (?:your|my|the|our|his|"
     r"her|their) (?:\w+ )?(?:insurance|premiums?|rates?)\b(?! (?:excess|deductible|cover|"
     r"coverage|limits?|sum))|"
     r"(?:put|place) (?:\w+ ){0,3}(?:insurance|policy|cover|coverage) on hold|"
-    r"(?:suspend|pause|freeze) (?:my |the |our )?(?:\w+ )?(?:insurance|policy|cover|coverage)|"
+    r"(?:suspend|pause) (?:my |the |our )?(?:\w+ )?(?:insurance|policy|cover|coverage)|"
     r"do (?:i|we) need (?:a )?(?:building |resource )consent|"
     # whether insurance is required (by law, a landlord, a lender): not the wording's to say
     r"(?:is|are) (?:\w+ ){0,3}insurance (?:legally )?(?:required|mandatory|compulsory)|"
@@ -568,7 +570,7 @@ _NAMES_INSURANCE_RE = re.compile(
 # motor, home or contents wording -- unless the customer asks to cancel the policy
 # because of it, which the cancellation clause answers.
 _JOB_LOSS_RE = re.compile(
-    r"\b(?:(?:lose|lost|losing|lose) (?:my|our|his|her|their) (?:jobs?|employment|income)|"
+    r"\b(?:(?:lose|lost|losing) (?:my|our|his|her|their) (?:jobs?|employment)|"
     r"(?:get|got|been|was|were|am|are|be|being) (?:laid off|made redundant|fired|sacked)|"
     r"unemploy\w*|redundan(?:cy|t))\b"
 )

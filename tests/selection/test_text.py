@@ -239,6 +239,10 @@ def test_a_question_about_the_whole_policy(message, line, expected):
         ("What's the difference between agreed value and market value?", False),
         ("Are fitted carpets under home or contents insurance?", False),
         ("Will my excess be higher if my son drives?", False),
+        ("Will insurance pay my mortgage payments while the house is rebuilt?", False),
+        ("I lost my income for two weeks while my car was repaired, can I claim?", False),
+        ("Is damage from firewood stacked against the house covered?", False),
+        ("If the pipes freeze will the cover pay?", False),
         ("I lost my job, can I cancel my contents policy and get a refund?", False),
     ],
 )
