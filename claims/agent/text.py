@@ -513,7 +513,9 @@ CLEARLY_OUTSIDE = (
     # other kinds of motor policy, driving uninsured, who insures a car, US stacking
     r"(?:liability|collision|third[- ]party(?: fire and theft)?)[- ]only|"
     r"(?:drive|driving|drove|driven) (?:\w+ ){0,2}without (?:\w+ )?insurance|"
-    r"who insures|insure (?:a |an |the )?(?:car|vehicle|house|home) (?:for|in|under) "
+    r"(?:find out|know|tell|check) who insures|who insures (?:a|an|that|this|their|his|her|the "
+    r"other) (?:car|vehicle|driver)|"
+    r"insure (?:a |an |the )?(?:car|vehicle|house|home) (?:for|in|under) "
     r"(?:someone|somebody|another|a friend|my (?:\w+(?:'s)? )?name)|insure (?:someone|somebody) "
     r"else'?s|(?:un)?stack(?:ed|ing) (?:\w+ ){0,2}(?:uninsured|underinsured|um|uim|coverage|cover|"
     r"policies|limits)|"

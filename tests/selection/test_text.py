@@ -243,6 +243,7 @@ def test_a_question_about_the_whole_policy(message, line, expected):
         ("I lost my income for two weeks while my car was repaired, can I claim?", False),
         ("Is damage from firewood stacked against the house covered?", False),
         ("If the pipes freeze will the cover pay?", False),
+        ("Who insures the hire car you give me?", False),
         ("I lost my job, can I cancel my contents policy and get a refund?", False),
     ],
 )
