@@ -489,8 +489,7 @@ CLEARLY_OUTSIDE = (
     # term insurance is a life product ("long-term care" and "short-term" are not it)
     r"(?<!-)term (?:life )?(?:insurance|assurance|polic(?:y|ies)|plans?)|"
     # the law and the council, not the wording
-    r"is it (?:legal|illegal|against the law|an offence) to|"
-    r"(?:is|was) (?:that|this|it) (?:legal|illegal|lawful|against the law)\b(?! to)|"
+    r"(?:is|was) (?:that|this|it) (?:legal|illegal|lawful|against the law|an offence)|"
     # what drives the premium, and pausing a policy: a person's to say, not the wording's
     r"(?:insurance|premiums?|rates?|quotes?) (?:is |are )?(?:so|too|this|that) (?:high|expensive)|"
     r"clean (?:driving )?record|"
