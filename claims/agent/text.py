@@ -149,6 +149,8 @@ GLOSSARY: dict[str, str] = {
     r"beers?|drunk|drink(?:ing)?|booze|over the limit|dui|dwi|under the influence|"
     r"intoxicated|stoned|high on|while high|(?:was|got|were) high": "alcohol drugs impaired",
     r"learners?|restricted licen[cs]e": "learner licence drivers",
+    # US spelling: Snowball stems "license" and "licence" apart
+    r"licenses?|licensed": "licence",
     r"mags|lowered|modded|modifications?|aftermarket": "modifications tell us",
     r"uber|ola|doordash|uber eats|lyft": "uber delivery business use",
     r"interislander|bluebridge|ferry": "ferry new zealand travel",
@@ -178,6 +180,9 @@ GLOSSARY: dict[str, str] = {
         "personal belongings"
     ),
     r"ring|necklace|bracelet|earrings|jewelry": "jewellery",
+    # cash taken, not cash paid out (CNT-COV-06 settles "in cash")
+    r"(?:stolen|lost|missing) (?:cash|money)|"
+    r"(?:cash|money) (?:was |is |got |been )*(?:stolen|lost|taken)": "cash valuables limits",
     r"telly|television": "tv",
     r"ps5|xbox|playstation|console": "electronics",
     r"e-?bikes?|scooters?|bicycles?": "bike",

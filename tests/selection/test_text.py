@@ -61,6 +61,9 @@ def test_baseline_terms_follow_the_seed_example():
         ("Will my car insurance cover me if I drive to another state?", {"zealand", "oversea"}),
         ("Does Auto Insurance Pay For A New Transmission?", {"mechan", "breakdown"}),
         ("My Apartment Flooded Where Do I Stay?", {"temporari", "accommod"}),
+        ("Am I Covered If My License Is Expired?", {"licenc"}),
+        ("Does Renters Insurance Cover Stolen Cash?", {"valuabl", "limit"}),
+        ("the money was taken from my bedside drawer", {"valuabl", "limit"}),
     ],
 )
 def test_us_and_everyday_terms_get_the_wordings_words(message, wording_words):
@@ -340,3 +343,11 @@ def test_a_question_about_changing_the_locks_is_no_advice():
     from claims.agent.text import outside_signs
 
     assert not any(outside_signs("Should I change my locks after losing my keys?"))
+
+
+def test_cash_paid_out_is_not_stolen_cash():
+    from claims.agent import text as T
+
+    assert not {"valuabl", "limit"} <= T.terms(
+        "Will you pay me cash instead of a new TV?", customer=True
+    )
