@@ -124,6 +124,7 @@ GLOSSARY: dict[str, str] = {
     r"transmissions?|clutch(?:es)?|alternators?|timing belts?|head gaskets?|starter motors?|"
     r"radiators?": "mechanical breakdown",
     r"spilt|spilled|dropped": "accidental damage",
+    r"intentional(?:ly)?|deliberate(?:ly)?": "damage done on purpose",
     r"seiz(?:e|ed|ure)|confiscat(?:e|ed)": "police illegal activity",
     r"cops?": "police",
     r"mou?ld|mildew|rot|termites?|rodents?|mice|rats": "gradual damage vermin wear and tear",

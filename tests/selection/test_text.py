@@ -62,6 +62,7 @@ def test_baseline_terms_follow_the_seed_example():
         ("Does Auto Insurance Pay For A New Transmission?", {"mechan", "breakdown"}),
         ("My Apartment Flooded Where Do I Stay?", {"temporari", "accommod"}),
         ("Am I Covered If My License Is Expired?", {"licenc"}),
+        ("Does Car Insurance Cover Intentional Damage?", {"purpos"}),
         ("Does Renters Insurance Cover Stolen Cash?", {"valuabl", "limit"}),
         ("the money was taken from my bedside drawer", {"valuabl", "limit"}),
     ],
