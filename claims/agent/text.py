@@ -510,6 +510,8 @@ CLEARLY_OUTSIDE = (
     # what kinds of insurance are, beside one another: a wording describes only its own
     r"difference between (?:\w+ ){0,3}(?:insurance|cover|coverage|polic(?:y|ies)|plans?) and "
     r"(?:\w+ ){0,3}(?:insurance|cover|coverage|polic(?:y|ies)|plans?)|"
+    r"difference between (?:\w+ ){1,3}and (?:\w+ ){0,3}(?:insurance|cover|coverage|polic(?:y|ies)|"
+    r"plans?)|"
     r"(?:is|are) (?:\w+ ){0,3}insurance (?:the same as|different (?:from|than|to))|"
     # rating factors: what the premium depends on
     r"(?:credit|colou?r|age|gender|sex|marital status|zip ?code|post ?code|occupation) "
@@ -536,8 +538,11 @@ CLEARLY_OUTSIDE = (
     r"mortgage)\w*)|(?:can |do |does |will )?(?:my |a |the )?(?:landlords?|lenders?|banks?) "
     r"(?:require|make|force) (?:\w+ ){0,3}(?:insurance|cover)|"
     r"do (?:i|we) (?:legally )?(?:have to|need to) (?:have|get|buy|carry) (?:\w+ ){0,2}insurance|"
-    r"do (?:i|we) (?:really |even |still )?need (?:a |an )?(?:\w+ )?insurance\b(?! (?:company|"
+    r"do (?:i|we|you|people|students|tenants|renters|landlords|homeowners|drivers|seniors|"
+    r"\w+ owners) (?:really |even |still )?need (?:a |an )?(?:\w+ )?insurance\b(?! (?:company|"
     r"provider|insurer)s?)|"
+    # moving a policy to another car or house: a person does it; no clause says how
+    r"transfer (?:my |the |our )?(?:\w+ )?(?:insurance|policy|cover|coverage) (?:to|over to|onto)|"
     # what insurance costs to buy: the premium is quoted, never written in a wording
     r"how much (?:does|do|would|will|might|could|should) (?:\w+ ){0,3}(?:insurance|premiums?|"
     r"polic(?:y|ies)) cost|"

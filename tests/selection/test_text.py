@@ -173,6 +173,10 @@ def test_a_question_about_the_whole_policy(message, line, expected):
         ("How Much Is Renters Insurance?", True),  # the question mark ends the price
         ("how much is home insurance", True),
         ("How Long Does An Accident Stay On Your Insurance?", True),
+        ("What Is The Difference Between Renters And Homeowners Insurance?", True),
+        ("Do Students Need Renters Insurance?", True),
+        ("Can I Transfer My Car Insurance To A New Car?", True),
+        ("Do I need to tell you if I buy a new car?", False),
         ("Do I Need Renters Insurance If My Landlord Has Insurance?", True),
         ("Do I need insurance company approval for repairs?", False),
         ("How Do I Get Proof Of Renters Insurance?", True),
