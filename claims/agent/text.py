@@ -223,9 +223,18 @@ _OUR_NAME = re.compile(
 )
 
 
+# Kinds of car read as "car": the embedding model learnt "car" from text where
+# "ute" is rare ("my ute got pranged, am I covered?" looked unlike any motor
+# question to the "fits" classifier, "my car got pranged" did not). The wording's
+# "your car" is whatever vehicle the schedule names.
+_KIND_OF_CAR = re.compile(
+    r"\b(?:utes?|4wds?|4x4s?|suvs?|hatchbacks?|station wagons?|sedans?)\b", re.IGNORECASE
+)
+
+
 def rewrite(message: str) -> str:
-    """``message`` with the customer's name for us read as "you"."""
-    return _OUR_NAME.sub("you", message)
+    """``message`` with the customer's name for us read as "you", and a kind of car as "car"."""
+    return _KIND_OF_CAR.sub("car", _OUR_NAME.sub("you", message))
 
 
 @functools.lru_cache(maxsize=1024)

@@ -102,6 +102,10 @@ def test_a_customers_name_for_us_and_how_it_works_are_not_content():
         # another insurer stays named: not us
         ("Can I sue my life insurance company?", "Can I sue my life insurance company?"),
         ("Will the other driver's insurer pay?", "Will the other driver's insurer pay?"),
+        # a kind of car is the car the schedule names
+        ("My ute got pranged, am I covered?", "My car got pranged, am I covered?"),
+        ("Branch fell on our SUV", "Branch fell on our car"),
+        ("Is the roof hatch covered?", "Is the roof hatch covered?"),
     ],
 )
 def test_the_customers_name_for_us_is_read_as_you(message, expected):
