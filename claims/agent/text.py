@@ -541,6 +541,11 @@ CLEARLY_OUTSIDE = (
     r"(?:put|place) (?:\w+ ){0,3}(?:insurance|policy|cover|coverage) on hold|"
     r"(?:suspend|pause) (?:my |the |our )?(?:\w+ )?(?:insurance|policy|cover|coverage)|"
     r"do (?:i|we) need (?:a )?(?:building |resource )consent|"
+    r"(?:apply|applying|application) for (?:a )?(?:building|resource) consent|"
+    # what another scheme or body does: ACC for injuries, the tribunals for disputes
+    r"what (?:(?:does|will|would|can|do) )?(?:the )?acc (?:pays?|covers?|do(?:es)?)\b|"
+    r"(?:claim|apply) (?:on|from|with|through|to) (?:the )?acc\b|acc levies|"
+    r"what (?:does|do|can|will) (?:the )?(?:tenancy|disputes) tribunal\b|"
     # whether insurance is required (by law, a landlord, a lender): not the wording's to say
     r"(?:is|are) (?:\w+ ){0,3}insurance (?:legally )?(?:required|mandatory|compulsory)|"
     r"(?:required|mandatory|compulsory) by (?:law|(?:my |the |a |your )?(?:landlord|lender|bank|"
