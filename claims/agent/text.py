@@ -557,6 +557,9 @@ CLEARLY_OUTSIDE = (
     r"do (?:i|we|you|people|students|tenants|renters|landlords|homeowners|drivers|seniors|"
     r"\w+ owners) (?:really |even |still )?need (?:a |an )?(?:\w+ )?insurance\b(?! (?:company|"
     r"provider|insurer)s?)|"
+    # insuring the same thing twice: no wording of ours speaks of other insurance
+    r"(?:have|get|buy|hold|carry) (?:two|2|multiple|several) (?:\w+ ){0,2}(?:insurance )?"
+    r"polic(?:y|ies)|more than one (?:\w+ ){0,2}(?:insurance )?polic(?:y|ies)|"
     # moving a policy to another car or house: a person does it; no clause says how
     r"transfer (?:my |the |our )?(?:\w+ )?(?:insurance|policy|cover|coverage) (?:to|over to|onto)|"
     # what insurance costs to buy: the premium is quoted, never written in a wording

@@ -180,6 +180,8 @@ def test_a_question_about_the_whole_policy(message, line, expected):
         ("What Is The Difference Between Renters And Homeowners Insurance?", True),
         ("Do Students Need Renters Insurance?", True),
         ("Can I Transfer My Car Insurance To A New Car?", True),
+        ("Can I Have Two Renters Insurance Policies?", True),
+        ("I have two cars on one policy, is there one excess if both are hit?", False),
         ("can you tell me what ACC pays if I was hurt in a crash", True),
         ("what does the Tenancy Tribunal do about unpaid rent", True),
         ("how do I apply for a building consent for a deck", True),
