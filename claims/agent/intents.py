@@ -11,6 +11,7 @@ complaint because it says "unhappy").
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from claims.agent.types import CustomerIntent
 
@@ -87,7 +88,9 @@ _DECISION_CONTEXT = re.compile(
     r"pay ?out|paid|valu\w+|written off|write[- ]?off|wrote off|totall?ed|assessor|adjuster|"
     r"excess|deductible|reduc\w+|cancel\w*|charg\w+|estimate|claim|decision|blam\w*|fault|"
     r"liab\w*|responsib\w*|quot\w*|pay(?:ing)? (?:me|us)|void\w*|lied|fraud\w*|arson|"
-    r"won'?t (?:pay|cover)|partly|partially|only (?:paid|covered)|total loss"
+    r"(?:won'?t|will not|refuses? to) (?:pay|cover)|partly|partially|"
+    r"only (?:pa\w+|covered|offer\w*|approv\w*)|total loss"
+    r"|dropped (?:me|us)|(?:pending|waiting|outstanding)"
     r"|(?:insurer|insurance(?: company)?|adjuster|assessor|they|you)"
     r" (?:says?|said|told|reckons?))\b",
     re.IGNORECASE,
@@ -182,7 +185,11 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
         r"|\b(?:you|they|insurer|insurance(?: company)?|adjuster|assessor|northwind|company)"
         r" (?:says|said|claims?|claimed|decided|insists?|told (?:me|us))\b[^.?!]{0,60}\bbut"
         r" (?:it|i|we|it's|that's)(?: really)? (?:should|shouldn't|wasn't|isn't|is|was|think|"
-        r"believe|disagree)\b",
+        r"believe|disagree)\b"
+        # "the adjuster says my roof damage is old, but the storm caused it"
+        r"|\b(?:adjuster|assessor|insurer|insurance company) (?:says|said|claims?|claimed|"
+        r"insists?|decided|told (?:me|us))\b[^.?!]{0,60}\bbut (?:the|it|this|that|my|our)\b"
+        r"[^.?!]{0,30}\b(?:caused|did|was|is|happened|came|started|wasn't|isn't)\b",
         "any",
     ),
     (
@@ -195,7 +202,16 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
         rf"|\bcan (?:i|we) (?:make|force|get|ask) (?:them|you|him|her|the \w+) (?:to )?"
         rf"{_FORCED}\b"
         rf"|\b(?:were|was|is|are) {_SUBJ} (?:right|wrong|correct|justified|allowed|entitled)\b"
-        r"|\bcan (?:they|you) (?:do|even do) that\b|\bfair enough\?"
+        r"|\bcan (?:they|you) (?:do|even do|really do) (?:that|this)\b|\bfair enough\?"
+        # "...the adjuster only approved 3000, who do I believe?"
+        r"|\bwho (?:do|should) (?:i|we) (?:believe|trust|listen to)\b|\bwho(?:'s| is) right\b"
+        # "my claim has been pending for three months, can they just ignore me?"
+        rf"|\b(?:can|could|may) {_SUBJ} (?:just |really |legally )?(?:ignore|stall|delay|drag out|"
+        r"keep (?:me|us) waiting|sit on)\b"
+        # "...only paid half of the repair bill, can I get the rest?"
+        r"|\b(?:can|could|how (?:can|do)) (?:i|we) (?:get|claim|recover|be paid) (?:back )?(?:the"
+        r" rest|the remainder|the balance|the other half)\b"
+        r"|\b(?:is|was) (?:that|this|it) (?:really )?(?:normal|standard practice|usual)\s*\?"
         r"|\b(?:reconsider|re-?assess|look (?:at (?:it|my claim) )?again)\b"
         r"|\b(?:overrul\w*|overturn\w*|override|reverse (?:the|that|this|his|her|your|their)"
         r" decision|change (?:the|that|this|your|their) (?:decision|mind))\b",
@@ -244,7 +260,9 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
         r"(?:decision|denial|decline|offer|valuation|assessment|payout|settlement|estimate|"
         r"claim))\b"
         # "...says the damage was there before. How do I prove them wrong?"
-        r"|\bprove (?:them|you|him|her|it|the \w+|my \w+(?: company)?) wrong\b",
+        r"|\bprove (?:them|you|him|her|it|the \w+|my \w+(?: company)?) wrong\b"
+        # "can I sue my insurance company for denying my claim?"
+        rf"|\b(?:can|could|should) (?:i|we) (?:\w+ )?(?:sue|take) {_SUBJ}(?: to court)?\b",
         "context",
     ),
     # "is the adjuster lowballing me?"; "should I hold out for more than you offered?"
@@ -260,6 +278,9 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
         # "they totaled my car but offered too little"
         r"|\b(?:offered|offering) (?:me |us )?(?:(?:far|way|much|a lot) )?(?:too little|too low|"
         r"not enough|so little|less than (?:it'?s|it is|it was) worth)\b"
+        # "the adjuster valued my car at 4000 but it is worth 7000"
+        r"|\b(?:valued|offered|assessed|priced|put)\b[^.?!]{0,40}\bbut (?:it|it's|it is|it was|"
+        r"the car|my car|the \w+|they|we|i)\b[^.?!]{0,25}\bworth\b"
         # "why did you only offer half the value of my TV?"
         r"|\b(?:why (?:did|have|has|had)|how come(?: (?:did|have|has|had))?) "
         rf"{_SUBJ} only (?:offer|offered|pay|paid|give|given|valued?|put)\b",
@@ -378,7 +399,8 @@ _DECISION_RULES: list[tuple[str, str, str]] = [
     (
         "event_covered",
         r"\b(?:will|would|am|are|is|does|do|did|can|could)\b[^.?!]{0,50}\b(?:covered|cover "
-        r"(?:it|this|that|them|the|for|my|our)|pay (?:for|to|out|me|us|it)|paid(?: out)?|"
+        r"(?:it|this|that|them|the|for|my|our)|pay (?:for|to|out|me|us|it)|pay(?=\s*\?)|"
+        r"paid(?: out)?|"
         r"compensated|reimbursed|count(?:s)? as|qualif(?:y|ies)|claimable|claim (?:for )?"
         r"(?:it|this|that))\b"
         r"|\bcan (?:i|we) (?:still )?(?:make a |lodge a |put in a |file a )?claim (?:for |on )?"
@@ -462,6 +484,35 @@ _COMMIT = re.compile(
 )
 
 
-def asks_for_decision(message: str) -> bool:
+def decision_preconditions(message: str) -> bool:
+    """A decision word, or a specific past event of the customer's, is in the message.
+
+    What the "context" and "event" rules need; the classifier
+    (``claims.agent.decision_model``) may only add a hit where this holds.
+    """
+    text = message.replace("\u2019", "'")
+    return bool(_DECISION_CONTEXT.search(text) or _PAST_EVENT.search(text))
+
+
+def decision_reason(message: str, *, vector: Any = None) -> str | None:
+    """Why the message asks for a decision: a rule's name, "commit", "model", or None.
+
+    ``vector``: the message's embedding (``decision_model.message_vector``);
+    without it only the rules are asked.
+    """
+    if _COMMIT.search(message):
+        return "commit"
+    rule = decision_rule(message)
+    if rule is not None:
+        return rule
+    if vector is not None:
+        from claims.agent.decision_model import model_says_decision
+
+        if model_says_decision(message, vector):
+            return "model"
+    return None
+
+
+def asks_for_decision(message: str, *, vector: Any = None) -> bool:
     """Does the customer ask Northwind to decide, judge or commit on their own claim?"""
-    return bool(_COMMIT.search(message)) or decision_rule(message) is not None
+    return decision_reason(message, vector=vector) is not None

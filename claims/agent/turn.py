@@ -36,9 +36,10 @@ from claims.agent.cards import (
     served_index,
 )
 from claims.agent.compose import fallback_reply, has_content, turn_assess
+from claims.agent.decision_model import message_vector
 from claims.agent.facts import turn_facts_load
 from claims.agent.guard import clause_ids_in, draft_guard
-from claims.agent.intents import asks_for_decision, customer_intent
+from claims.agent.intents import asks_for_decision, customer_intent, decision_reason
 from claims.agent.selection_schema import selection_validate
 from claims.agent.tool_replies import status_backings, tool_answered
 from claims.agent.tool_rules import RULES, rules_plan
@@ -209,12 +210,18 @@ def turn_run(
             fetch = ClauseFetch(status="ok", returned=(), not_found=(), detail="")
 
     with steps.step("assess") as payload:
+        # The rules, then the classifier on the turn's one embedding (memo: no
+        # further model run); "ok thanks" has no content and asks nothing.
+        decision = decision_reason(
+            request.message, vector=message_vector(request.message) if content else None
+        )
+        payload["decision"] = decision or ""
         assessment = turn_assess(
             facts=facts,
             wording=wording,
             fetch=fetch,
             has_content=content,
-            asks_for_decision=asks_for_decision(request.message),
+            asks_for_decision=decision is not None,
             intent=customer_intent(request.message),
             cards_returned=bool(cards.returned),
             tool_results=tool_results,
@@ -222,7 +229,16 @@ def turn_run(
         payload["guidance_status"] = assessment.status.value
     with steps.step("compose") as payload:
         inputs = compose_inputs(
-            request, facts, wording, selection, fetch, assessment, content, cards, tool_results
+            request,
+            facts,
+            wording,
+            selection,
+            fetch,
+            assessment,
+            content,
+            cards,
+            tool_results,
+            asks_decision=decision is not None,
         )
         draft = writer.write(inputs=inputs)
         payload["writer"] = draft.writer
@@ -307,14 +323,19 @@ def compose_inputs(
     content: bool,
     cards: CardRetrieval = NO_CARDS,
     tool_results: tuple[ToolResult, ...] = (),
+    *,
+    asks_decision: bool | None = None,
 ) -> ComposeInputs:
+    """``asks_decision`` None: the rules alone decide (callers without the turn's vector)."""
+    if asks_decision is None:
+        asks_decision = asks_for_decision(request.message)
     return ComposeInputs(
         message=request.message,
         facts=facts,
         wording=wording,
         selection=selection,
         fetch=fetch,
-        asks_for_decision=asks_for_decision(request.message),
+        asks_for_decision=asks_decision,
         assessment=assessment,
         has_content=content,
         pending_reference=PENDING_REFERENCE if assessment.pending_reason is not None else None,

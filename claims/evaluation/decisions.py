@@ -25,7 +25,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from claims.agent.intents import asks_for_decision, decision_rule
+from claims.agent.decision_model import message_vector
+from claims.agent.intents import decision_reason
 
 EXAMPLES_RELPATH = Path("knowledge/content/decisions/decision-examples.tsv")
 LABELS = ("decision", "other")
@@ -53,22 +54,36 @@ class Tally:
     others: int = 0
     false_hits: list[tuple[str, str, str]] = field(default_factory=list)  # id, rule, text
     missed: list[tuple[str, str]] = field(default_factory=list)  # id, text
+    # the rules alone (no classifier), side by side
+    rules_recognised: int = 0
+    rules_false_hits: int = 0
+    use_model: bool = True
 
     def add(self, qid: str, text: str, *, is_decision: bool) -> None:
-        hit = asks_for_decision(text)
+        rules = decision_reason(text)
+        reason = rules
+        if reason is None and self.use_model:
+            reason = decision_reason(text, vector=message_vector(text))
+        hit = reason is not None
         if is_decision:
             self.decisions += 1
             self.recognised += hit
+            self.rules_recognised += rules is not None
             if not hit:
                 self.missed.append((qid, text))
         else:
             self.others += 1
+            self.rules_false_hits += rules is not None
             if hit:
-                self.false_hits.append((qid, decision_rule(text) or "commit", text))
+                self.false_hits.append((qid, reason or "", text))
 
     def line(self, name: str) -> str:
         recall = f"{self.recognised}/{self.decisions}" if self.decisions else "-"
         hits = f"{len(self.false_hits)}/{self.others}"
+        if self.use_model:
+            if self.decisions:
+                recall += f" (rules alone {self.rules_recognised})"
+            hits += f" (rules alone {self.rules_false_hits})"
         return f"{name}: decisions recognised {recall}, false hits {hits}"
 
 

@@ -107,6 +107,21 @@ def test_asking_for_a_decision_gets_the_facts_and_a_needs_decision_entry(api_cli
     assert "we will pay" not in body["reply"].lower()
 
 
+def test_a_decision_request_no_rule_meets_is_queued_by_the_classifier(api_client):
+    from claims.agent.intents import decision_rule
+
+    message = "you lot turned down my hail claim, reckon that's a bit rough?"
+    assert decision_rule(message) is None  # the classifier's, not a rule's
+    body = say(api_client, start(api_client, "NW-MTR-204518"), message)
+    assert body["pending_question"]["reason"] == "needs_decision"
+    assert "can't decide whether a claim is accepted or paid" in body["reply"]
+    # a general question on the same topic is answered, not queued
+    body = say(api_client, start(api_client, "NW-MTR-204518"), "Is hail damage covered?")
+    assert body["pending_question"] is None or body["pending_question"]["reason"] != (
+        "needs_decision"
+    )
+
+
 def test_a_customer_cannot_steer_the_agent_into_a_decision(api_client):
     conversation = start(api_client, "NW-MTR-204518")
     body = say(

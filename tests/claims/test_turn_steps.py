@@ -67,6 +67,7 @@ def test_each_step_reports_its_start_and_end_and_the_record_keeps_their_timings(
     assert all(e.label == STEP_LABELS[e.step] for e in events)
     assert "MTR-BEN-03" in ends["select"].payload["clause_ids"]
     assert ends["assess"].payload["guidance_status"] == "answered"
+    assert ends["assess"].payload["decision"] == ""  # a question, not a request to judge
     assert ends["record"].payload["turn_id"] == result.turn.pk
     timings = Turn.objects.get(pk=result.turn.pk).timings_ms
     assert {step: timings[step] for step in STEPS} == {s: ends[s].duration_ms for s in STEPS}

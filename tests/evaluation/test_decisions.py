@@ -1,5 +1,6 @@
 """``evaluate_decisions``: the decision-request recogniser, measured on labelled examples."""
 
+import re
 from io import StringIO
 
 import pytest
@@ -19,6 +20,7 @@ def _run(*args) -> str:
 
 def _figures(output: str, name: str) -> tuple[int, int, int, int]:
     line = next(x for x in output.splitlines() if x.startswith(f"{name}:"))
+    line = re.sub(r" \(rules alone \d+\)", "", line)
     recognised = line.split("decisions recognised ")[1].split(",")[0]
     hits = line.split("false hits ")[1]
     got, of = recognised.split("/") if "/" in recognised else ("0", "0")
@@ -26,12 +28,19 @@ def _figures(output: str, name: str) -> tuple[int, int, int, int]:
     return int(got), int(of), int(fh), int(others)
 
 
-def test_the_held_out_examples_are_recognised_without_false_hits(tmp_path):
+def test_the_held_out_examples_are_recognised_with_few_false_hits(tmp_path):
     output = _run("--questions", str(tmp_path / "absent.tsv"))
     got, of, false_hits, others = _figures(output, "examples (heldout)")
     assert of >= 40 and others >= 30  # enough to measure on
-    assert got / of >= 0.9
-    assert false_hits == 0
+    assert got / of >= 0.95
+    # the held-out "other" rows are hard negatives ("should I pay the excess to the
+    # repairer or to you?"); the classifier may take a few of them
+    assert false_hits / others <= 0.03
+    # the rules alone, side by side: the classifier only adds hits
+    line = next(x for x in output.splitlines() if x.startswith("examples (heldout):"))
+    rules_alone = int(line.split("(rules alone ")[1].split(")")[0])
+    assert rules_alone < got
+    assert "rules alone" not in _run("--rules-only", "--questions", str(tmp_path / "absent.tsv"))
     # every false hit on the inventories is listed with the rule that fired
     _, _, inventory_hits, _ = _figures(output, "inventories")
     assert output.count("false hit [inventories]") == inventory_hits

@@ -25,6 +25,11 @@ class Command(BaseCommand):
         parser.add_argument("--examples", help=f"Labelled examples (default {D.EXAMPLES_RELPATH}).")
         parser.add_argument("--questions", help="Real questions TSV (id, line, question).")
         parser.add_argument("--labels", help=f"Their labels (default {REAL_LABELS_RELPATH}).")
+        parser.add_argument(
+            "--rules-only",
+            action="store_true",
+            help="Leave the classifier out (claims/agent/decisions.json): the rules alone.",
+        )
 
     def handle(self, *args, **options):
         try:
@@ -33,7 +38,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         tallies: list[tuple[str, D.Tally]] = []
         for split in ("dev", "heldout"):
-            tally = D.Tally()
+            tally = D.Tally(use_model=not options["rules_only"])
             for ex in examples:
                 if ex.split == split:
                     tally.add(ex.id, ex.text, is_decision=ex.label == "decision")
@@ -48,7 +53,7 @@ class Command(BaseCommand):
             except realq.RealQuestionsError as exc:
                 raise CommandError(str(exc)) from exc
             for split in ("tune", "test"):
-                tally = D.Tally()
+                tally = D.Tally(use_model=not options["rules_only"])
                 for inventory in real:
                     for q in inventory.questions:
                         label = labels.get(q.id)
@@ -62,7 +67,7 @@ class Command(BaseCommand):
             ("inventories", None),
             ("held-out inventories", inventory_dir() / "heldout"),
         ):
-            tally = D.Tally()
+            tally = D.Tally(use_model=not options["rules_only"])
             for inventory in inventories_load(directory=directory):
                 for q in inventory.questions:
                     tally.add(q.id, q.text, is_decision=q.decision)
