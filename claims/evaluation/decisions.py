@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
@@ -104,3 +105,11 @@ def examples_load(path: Path | None = None) -> list[Example]:
             Example(row["id"], row["label"], row.get("locale", ""), row["split"], row["text"])
         )
     return out
+
+
+def data_arguments_add(parser: Any, *, labels_default: Path) -> None:
+    """The examples, real questions and labels options ``evaluate_decisions`` and
+    ``train_decisions`` share."""
+    parser.add_argument("--examples", help=f"Labelled examples (default {EXAMPLES_RELPATH}).")
+    parser.add_argument("--questions", help="Real questions TSV (id, line, question).")
+    parser.add_argument("--labels", help=f"Their labels (default {labels_default}).")

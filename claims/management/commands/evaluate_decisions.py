@@ -22,9 +22,7 @@ class Command(BaseCommand):
     help = "Measure the decision-request recogniser: recall on examples, false hits everywhere."
 
     def add_arguments(self, parser):
-        parser.add_argument("--examples", help=f"Labelled examples (default {D.EXAMPLES_RELPATH}).")
-        parser.add_argument("--questions", help="Real questions TSV (id, line, question).")
-        parser.add_argument("--labels", help=f"Their labels (default {REAL_LABELS_RELPATH}).")
+        D.data_arguments_add(parser, labels_default=REAL_LABELS_RELPATH)
         parser.add_argument(
             "--rules-only",
             action="store_true",

@@ -66,9 +66,7 @@ class Command(BaseCommand):
     help = "Train the decision-request classifier on our dev examples and the real tune half."
 
     def add_arguments(self, parser):
-        parser.add_argument("--examples", help=f"Labelled examples (default {D.EXAMPLES_RELPATH}).")
-        parser.add_argument("--questions", help="Real questions TSV (id, line, question).")
-        parser.add_argument("--labels", help=f"Their labels (default {REAL_LABELS_RELPATH}).")
+        D.data_arguments_add(parser, labels_default=REAL_LABELS_RELPATH)
         parser.add_argument(
             "--output", default=str(DM.MODEL_PATH), help="Where to write the trained model."
         )
