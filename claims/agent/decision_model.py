@@ -24,7 +24,6 @@ the real-question labels, read at run time. Measured by
 from __future__ import annotations
 
 import functools
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from claims.agent import text as T
-from claims.agent.selection.learned import Logistic
+from claims.agent.selection.learned import Logistic, trained_file_load
 
 logger = logging.getLogger(__name__)
 
@@ -56,9 +55,8 @@ class DecisionModel:
 @functools.cache
 def decision_model(path: Path | None = None) -> DecisionModel | None:
     """The trained classifier, loaded once; None (and a warning) if absent or unreadable."""
-    path = path or MODEL_PATH
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+
+    def build(data: dict[str, Any]) -> DecisionModel:
         if data.get("features") != FEATURES:
             raise ValueError("its features are not this code's; run train_decisions again")
         return DecisionModel(
@@ -67,11 +65,10 @@ def decision_model(path: Path | None = None) -> DecisionModel | None:
             threshold=float(data["threshold"]),
             meta=data.get("meta", {}),
         )
-    except FileNotFoundError:
-        logger.warning("decisions: %s is missing; decision requests are found by rules only", path)
-    except (ValueError, KeyError, TypeError) as exc:
-        logger.warning("decisions: cannot use %s (%s); rules only", path, exc)
-    return None
+
+    return trained_file_load(
+        path or MODEL_PATH, build, what="decisions", without="decision requests by rules only"
+    )
 
 
 def message_vector(message: str) -> np.ndarray | None:
@@ -107,6 +104,6 @@ def model_probability(message: str, vector: np.ndarray | None) -> float | None:
 
 
 def model_says_decision(message: str, vector: np.ndarray | None) -> bool:
-    p = model_probability(message, vector)
     model = decision_model()
-    return p is not None and model is not None and p >= model.threshold
+    p = model_probability(message, vector)
+    return model is not None and p is not None and p >= model.threshold

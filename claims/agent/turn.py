@@ -39,7 +39,7 @@ from claims.agent.compose import fallback_reply, has_content, turn_assess
 from claims.agent.decision_model import message_vector
 from claims.agent.facts import turn_facts_load
 from claims.agent.guard import clause_ids_in, draft_guard
-from claims.agent.intents import asks_for_decision, customer_intent, decision_reason
+from claims.agent.intents import customer_intent, decision_reason
 from claims.agent.selection_schema import selection_validate
 from claims.agent.tool_replies import status_backings, tool_answered
 from claims.agent.tool_rules import RULES, rules_plan
@@ -324,11 +324,9 @@ def compose_inputs(
     cards: CardRetrieval = NO_CARDS,
     tool_results: tuple[ToolResult, ...] = (),
     *,
-    asks_decision: bool | None = None,
+    asks_decision: bool,
 ) -> ComposeInputs:
-    """``asks_decision`` None: the rules alone decide (callers without the turn's vector)."""
-    if asks_decision is None:
-        asks_decision = asks_for_decision(request.message)
+    """``asks_decision``: what the assess step found (rules, then the classifier)."""
     return ComposeInputs(
         message=request.message,
         facts=facts,

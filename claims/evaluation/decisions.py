@@ -26,7 +26,7 @@ from typing import Any
 
 from django.conf import settings
 
-from claims.agent.decision_model import message_vector
+from claims.agent.decision_model import message_vector, model_says_decision
 from claims.agent.intents import decision_reason
 
 EXAMPLES_RELPATH = Path("knowledge/content/decisions/decision-examples.tsv")
@@ -63,8 +63,8 @@ class Tally:
     def add(self, qid: str, text: str, *, is_decision: bool) -> None:
         rules = decision_reason(text)
         reason = rules
-        if reason is None and self.use_model:
-            reason = decision_reason(text, vector=message_vector(text))
+        if reason is None and self.use_model and model_says_decision(text, message_vector(text)):
+            reason = "model"
         hit = reason is not None
         if is_decision:
             self.decisions += 1

@@ -22,10 +22,10 @@ import functools
 import json
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -245,8 +245,8 @@ def trained_selector(path: Path | None = None) -> TrainedSelector | None:
     """
     if path is None:
         path = _SERVED[-1] if _SERVED else MODEL_PATH
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+
+    def build(data: dict[str, Any]) -> TrainedSelector:
         if data.get("pair_features") != list(PAIR_FEATURES) or data.get("fit_scalars") != list(
             FIT_SCALARS
         ):
@@ -259,8 +259,24 @@ def trained_selector(path: Path | None = None) -> TrainedSelector | None:
             keep_probability=float(data["keep_probability"]),
             meta=data.get("meta", {}),
         )
+
+    return trained_file_load(
+        path, build, what="selection", without="the hybrid uses its RRF thresholds"
+    )
+
+
+_Model = TypeVar("_Model")
+
+
+def trained_file_load(
+    path: Path, build: Callable[[dict[str, Any]], _Model], *, what: str, without: str
+) -> _Model | None:
+    """A trained model's JSON file, built by ``build``; None (and a warning saying
+    what happens ``without`` it) if the file is absent or unreadable."""
+    try:
+        return build(json.loads(path.read_text(encoding="utf-8")))
     except FileNotFoundError:
-        logger.warning("selection: %s is missing; the hybrid uses its RRF thresholds", path)
+        logger.warning("%s: %s is missing; %s", what, path, without)
     except (ValueError, KeyError, TypeError) as exc:
-        logger.warning("selection: cannot use %s (%s); the hybrid uses RRF thresholds", path, exc)
+        logger.warning("%s: cannot use %s (%s); %s", what, path, exc, without)
     return None
