@@ -75,6 +75,7 @@ def _fresh_cache():
     from django.core.cache import cache
 
     from claims.agent.cards import served_index_forget
+    from claims.agent.wording import spellers_forget
     from knowledge.clause_store import clause_rows_forget
     from knowledge.selectors import clause_index_forget
 
@@ -85,6 +86,7 @@ def _fresh_cache():
         # (see ``demo``) repeats from test to test.
         clause_index_forget()
         served_index_forget()
+        spellers_forget()
 
     forget()
     yield

@@ -579,6 +579,23 @@ CLEARLY_OUTSIDE = (
     r"insurance (?:cost|costs|premiums?) (?:a|per) (?:month|year)"
 )
 _CLEARLY_OUTSIDE_RE = re.compile(rf"\b(?:{CLEARLY_OUTSIDE})\b")
+
+
+@functools.cache
+def toolkit_words() -> frozenset[str]:
+    """The English words the glossary and the outside signs are written in.
+
+    With a wording's own words, what a slip of the keyboard may be read as
+    (``claims.agent.spelling``): "windshild" as "windshield", then the glossary's
+    "windscreen". Fragments of a pattern ("relocat") are not words and are left out.
+    """
+    from claims.agent.spelling import english_word
+
+    sources = [*GLOSSARY, *GLOSSARY.values(), *OUTSIDE_SIGNS.values(), CLEARLY_OUTSIDE]
+    found = {w for source in sources for w in re.findall(r"[a-z]+", source.lower())}
+    return frozenset(w for w in found if english_word(w))
+
+
 # What building or repair work costs on the market ("how much does it cost to
 # replace a roof?") and how to do a job oneself ("how do I get rid of mice?"): no
 # wording says. Only when the message names neither the insurance nor a

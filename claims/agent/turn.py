@@ -41,6 +41,7 @@ from claims.agent.facts import turn_facts_load
 from claims.agent.guard import clause_ids_in, draft_guard
 from claims.agent.intents import customer_intent, decision_reason
 from claims.agent.selection_schema import selection_validate
+from claims.agent.spelling import Reading
 from claims.agent.tool_replies import status_backings, tool_answered
 from claims.agent.tool_rules import RULES, rules_plan
 from claims.agent.tools import ToolContext, tool_execute
@@ -68,7 +69,7 @@ from claims.agent.types import (
     TurnResult,
     WordingChoice,
 )
-from claims.agent.wording import turn_wording_choose
+from claims.agent.wording import turn_wording_choose, wording_speller
 from claims.models import Turn
 from claims.services import turn_record_save
 from knowledge.clause_store import ClauseFetch, ClauseStore
@@ -147,6 +148,7 @@ def turn_run(
     draft) besides the offline rules, which always run."""
     steps = Steps(on_step)
     started = time.perf_counter()
+    written = request  # what the customer wrote: the record keeps it (see "route")
     content = has_content(request.message) or bool(clause_ids_in(request.message))
     if content:
         query_vector_start(request.message)
@@ -157,6 +159,14 @@ def turn_run(
     with steps.step("route") as payload:
         wording = turn_wording_choose(facts, pinned_version_id=request.pinned_version_id)
         payload["wording"] = f"{wording.document_id} {wording.label}".strip() or wording.kind
+        # From here on the turn reads the message with its slips of the keyboard
+        # read as the wording's words ("windsreen": windscreen); the record keeps
+        # what the customer wrote.
+        reading = message_read(request, wording) if content else None
+        if reading is not None and reading.corrections:
+            payload["read_as"] = [list(pair) for pair in reading.corrections]
+            request = replace(request, message=reading.text)
+            query_vector_start(request.message)
 
     directory = selection = fetch = None
     cards = NO_CARDS
@@ -249,7 +259,7 @@ def turn_run(
         payload["findings"] = len(checked.findings)
 
     outcome = TurnOutcome(
-        request=request,
+        request=written,
         facts=facts,
         wording=wording,
         directory_entries=tuple((e.clause_id, e.title) for e in directory.entries)
@@ -275,6 +285,12 @@ def turn_run(
     return TurnResult(outcome=outcome, turn=turn)
 
 
+def message_read(request: TurnRequest, wording: WordingChoice) -> Reading | None:
+    """The message with its slips of the keyboard read as the routed wording's words."""
+    speller = wording_speller(wording)
+    return speller.read(request.message) if speller is not None else None
+
+
 def select_step(
     request: TurnRequest,
     facts: Facts,
@@ -287,8 +303,14 @@ def select_step(
     names = (facts.schedule.holder_name,) if facts.schedule else ()
     # Only a confirmed line is routed, and a routed wording names its version.
     assert facts.line is not None and wording.version_id is not None
+    # Earlier messages read as their own turns read them (the chooser reads a
+    # follow-up with the one before it).
+    speller = wording_speller(wording)
+    history = facts.history
+    if speller is not None:
+        history = tuple(replace(p, message=speller.read(p.message).text) for p in history)
     context = SelectionContext(
-        facts.line, wording.version_id, facts.history, card_index=card_index, masked_names=names
+        facts.line, wording.version_id, history, card_index=card_index, masked_names=names
     )
     try:
         raw = chooser.choose(message=request.message, directory=directory, context=context)

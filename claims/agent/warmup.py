@@ -3,7 +3,8 @@
 ``agent_warm_up()`` loads what the first turn would otherwise load on the
 customer's time: the embedding model, the configured chooser, the learned
 stages, the served answer cards' index, and each approved wording version's
-directory and selector index (BM25 and passage vectors). Then it runs a full
+directory, selector index (BM25 and passage vectors) and words (the English
+word list with them: slips of the keyboard, ``claims.agent.spelling``). Then it runs a full
 garbage collection and ``gc.freeze()``: everything alive at that point (Django,
 numpy, the model, the indexes: some 140,000 objects) moves to the permanent
 generation, so the collector's periodic full pass no longer walks it. Before,
@@ -45,6 +46,7 @@ def agent_warm_up(*, freeze: bool = True) -> dict[str, float]:
     timed("embedder", _embedder)
     timed("chooser", _chooser_and_versions)
     timed("cards", _cards)
+    timed("spelling", _spellers)
     if freeze:
         started = time.perf_counter()
         gc.collect()
@@ -86,6 +88,20 @@ def _chooser_and_versions() -> None:
         directory = clause_directory(version_id=version_id)
         context = SelectionContext(line=line, version_id=version_id)
         offline.choose(message="warm-up", directory=directory, context=context)
+
+
+def _spellers() -> None:
+    """The English word list and each approved version's words (slips of the keyboard)."""
+    from claims.agent.wording import version_speller
+    from knowledge.models import Release, WordingVersion
+
+    releases = Release.objects.filter(
+        status=Release.Status.APPROVED, version__status=WordingVersion.Status.INGESTED
+    ).select_related("version")
+    for release in releases:
+        ingested_at = release.version.ingested_at
+        if ingested_at is not None:  # an ingested version has its time
+            version_speller(version_id=release.version_id, ingested_at=ingested_at).read("warm-up")
 
 
 def _cards() -> None:

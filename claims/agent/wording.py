@@ -6,6 +6,9 @@ the model, and there is no constant fallback anywhere.
 
 from __future__ import annotations
 
+from datetime import datetime
+
+from claims.agent.spelling import Speller, vocabulary_of
 from claims.agent.types import Facts, WordingChoice
 
 
@@ -83,3 +86,37 @@ def _pinned(facts: Facts, version_id: int) -> WordingChoice:
         reason="Pinned by the caller.",
         ingested_at=version.ingested_at,
     )
+
+
+_SPELLERS: dict[tuple[int, float], Speller] = {}
+_SPELLERS_MAX = 64
+
+
+def wording_speller(wording: WordingChoice) -> Speller | None:
+    """What a slip of the keyboard may be read as on the routed version (or None)."""
+    if wording.kind != "routed" or wording.version_id is None or wording.ingested_at is None:
+        return None
+    return version_speller(version_id=wording.version_id, ingested_at=wording.ingested_at)
+
+
+def version_speller(*, version_id: int, ingested_at: datetime) -> Speller:
+    """A version's clause titles, texts and similar questions and the toolkit's
+    words (``claims.agent.spelling``); built once per version and ingestion time.
+    ``train_selector`` reads its questions through the same speller as the turn."""
+    key = (version_id, ingested_at.timestamp())
+    speller = _SPELLERS.get(key)
+    if speller is None:
+        from claims.agent import text as T
+        from knowledge.selectors import clause_texts
+
+        texts = clause_texts(version_id=version_id, ingested_at=ingested_at)
+        speller = Speller(vocabulary_of(texts) | T.toolkit_words())
+        if len(_SPELLERS) >= _SPELLERS_MAX:
+            _SPELLERS.pop(next(iter(_SPELLERS)))
+        _SPELLERS[key] = speller
+    return speller
+
+
+def spellers_forget() -> None:
+    """Forget the built spellers (tests: a rolled-back database reuses version ids)."""
+    _SPELLERS.clear()

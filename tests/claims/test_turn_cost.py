@@ -6,6 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from claims.agent import wording
 from claims.agent.cards import served_index_forget
 from claims.agent.selection.index import INDEXES
 from tests.claims.test_turn_api import RENTAL, say, start
@@ -109,13 +110,15 @@ def test_warm_up_loads_what_the_first_turn_needs_and_freezes_the_heap(api_client
     try:
         timings = agent_warm_up()
         assert gc.get_freeze_count() > 10_000
-        assert set(timings) == {"embedder", "chooser", "cards", "gc_freeze"}
+        assert set(timings) == {"embedder", "chooser", "cards", "spelling", "gc_freeze"}
         built = INDEXES.builds
+        spellers = dict(wording._SPELLERS)
         conversation = start(api_client, "NW-HOM-310042")
         say(api_client, conversation, "Is storm damage to my roof covered?")
         conversation = start(api_client, "NW-MTR-204518")
         say(api_client, conversation, RENTAL)
         assert INDEXES.builds == built, "a turn after the warm-up built a selector index"
+        assert spellers == wording._SPELLERS, "a turn after the warm-up built a speller"
     finally:
         gc.unfreeze()
 

@@ -26,7 +26,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from claims.agent.selection import SELECTION_MODELS
-from claims.evaluation import harness, realq
+from claims.evaluation import harness, realq, slips
 from claims.evaluation.client import (
     DEMO_CLIENT,
     EndpointClient,
@@ -144,6 +144,14 @@ class Command(BaseCommand):
             "--limit", type=int, help="Only the first N questions of each line (plus parents)."
         )
         parser.add_argument(
+            "--slips",
+            type=float,
+            metavar="RATE",
+            help="Ask every question with slips of the keyboard: one in RATE (0-1) of its "
+            "words of five letters or more, at least one, the same every run "
+            "(claims/evaluation/slips.py).",
+        )
+        parser.add_argument(
             "--scenario-runs", type=int, default=harness.SCENARIO_RUNS, help="Runs per scenario."
         )
         parser.add_argument("--no-scenarios", action="store_true", help="Skip the scenarios.")
@@ -176,6 +184,9 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
+        rate = options["slips"]
+        if rate is not None and not 0 < rate <= 1:
+            raise CommandError(f"--slips takes a share above 0 and at most 1, not {rate}.")
         values = options["selector"]
         if values and any(v.strip() == "all" for v in values):
             values = [",".join(SELECTION_MODELS)]
@@ -245,6 +256,15 @@ class Command(BaseCommand):
             inventories = inventories_load(lines=lines)
         if options["questions"] is None:
             limit = options["limit"]
+        rate = options["slips"]
+        if rate is not None:
+            if not 0 < rate <= 1:
+                raise CommandError(
+                    f"--slips takes a share of words above 0 and at most 1, not {rate}."
+                )
+            inventories = slips.inventories_slipped(inventories, rate=rate)
+            source["slips"] = rate
+            self.stdout.write(f"Slips of the keyboard: {rate:g} of each question's long words.")
         runs = []
         for name in selectors:
             run = harness.inventory_run(

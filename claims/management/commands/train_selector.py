@@ -76,6 +76,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         from claims.agent.selection.models import HybridModel, HybridParams
+        from claims.agent.wording import version_speller
         from knowledge.models import Release
         from knowledge.selectors import clause_directory
 
@@ -101,11 +102,15 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
 
         directories = {}
+        spellers = {}  # each question is read as the turn reads it (slips of the keyboard)
         for release in Release.objects.filter(status=Release.Status.APPROVED).select_related(
             "version__document"
         ):
             line = release.version.document.line
             directories[line] = clause_directory(version_id=release.version_id)
+            spellers[line] = version_speller(
+                version_id=release.version_id, ingested_at=release.version.ingested_at
+            )
         missing = [line for line in LINES if line not in directories]
         if missing:
             raise CommandError(f"No approved wording for {', '.join(missing)}.")
@@ -145,7 +150,7 @@ class Command(BaseCommand):
         for_fits: set[str] = set()
         for qid, line, text, expected, fits_too in examples:
             index, signals = model.training_signals(
-                message=text, directory=directories[line], reranker=None
+                message=spellers[line].read(text).text, directory=directories[line], reranker=None
             )
             computed.append((qid, index, signals, expected))
             if fits_too:
