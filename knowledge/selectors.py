@@ -165,7 +165,6 @@ def clause_index_forget() -> None:
     """Forget the cached clause indexes (tests)."""
     with _index_lock:
         _index_cache.clear()
-        _words_cache.clear()
 
 
 def clause_index(*, version_id: int) -> tuple[IndexedClause, ...]:
@@ -203,30 +202,3 @@ def clause_index(*, version_id: int) -> tuple[IndexedClause, ...]:
     with _index_lock:
         _index_cache[key] = index
     return index
-
-
-_words_cache: dict[tuple[int, float], tuple[str, ...]] = {}
-
-
-def clause_texts(*, version_id: int, ingested_at: datetime) -> tuple[str, ...]:
-    """The titles, texts and similar questions of a version's customer clauses.
-
-    What a customer may have meant to type (``claims.agent.spelling``); cached
-    in-process per version and ingestion time, so a turn reads it without a
-    query after the first. Errors as for ``clause_directory``.
-    """
-    key = (version_id, ingested_at.timestamp())
-    with _index_lock:
-        cached = _words_cache.get(key)
-    if cached is not None:
-        return cached
-    version = _ingested_version(version_id)
-    rows = version.clauses.filter(visibility=Clause.Visibility.CUSTOMER).values_list(
-        "title", "text", "questions"
-    )
-    texts = tuple(
-        part for title, text, questions in rows for part in (title, text, *(questions or ()))
-    )
-    with _index_lock:
-        _words_cache[key] = texts
-    return texts

@@ -107,9 +107,11 @@ def version_speller(*, version_id: int, ingested_at: datetime) -> Speller:
     speller = _SPELLERS.get(key)
     if speller is None:
         from claims.agent import text as T
-        from knowledge.selectors import clause_texts
+        from knowledge.selectors import clause_index
 
-        texts = clause_texts(version_id=version_id, ingested_at=ingested_at)
+        # The clauses the hybrid indexes too (cached in-process: one read for both).
+        clauses = clause_index(version_id=version_id)
+        texts = [t for c in clauses for t in (c.title, c.text, *c.questions)]
         speller = Speller(vocabulary_of(texts) | T.toolkit_words())
         if len(_SPELLERS) >= _SPELLERS_MAX:
             _SPELLERS.pop(next(iter(_SPELLERS)))
