@@ -96,10 +96,15 @@ GLOSSARY: dict[str, str] = {
     r"deductibles?|deductable": "excess",
     r"total(?:l)?ed|totals|write[- ]?off|written off": "total loss write-off",
     r"payout|pay out": "settle pay",
+    # what a repaired car or house is worth afterwards
+    r"(?:worth|sells? for|valued at) (?:\$?[\w,.]+ )?less|"
+    r"(?:lost|loses|losing|drop(?:ped)? in|loss of) (?:\w+ )?(?:resale )?value|"
+    r"diminished value|resale value|devalued": "loss in value",
     r"refund(?:ed)?": "refund cancel",
     # theft and damage
     r"stolen|steal(?:s|ing)?|stole|robbed|robbery": "theft",
     r"nicked|pinched|swiped|knicked|ripped off": "stolen theft",
+    r"catalytic converters?|cat converters?": "theft parts stolen from your car",
     r"burgl(?:ed|ary|ar|ars|arized)|broken into|break[- ]?in|broke into": "burglary theft break-in",
     r"keyed|tagged|graffiti": "vandalism malicious damage",
     r"riots?|rioters|civil unrest|looting|looted": "vandalism malicious damage",
@@ -116,7 +121,17 @@ GLOSSARY: dict[str, str] = {
     r"(?:his|her|their) (?:car|ute|van|truck|vehicle|fence|wall|house|property)": (
         "other people's cars property third party"
     ),
-    r"deer|moose|elk|kangaroos?|possums?": "animal accident collision",
+    r"deer|moose|elk|kangaroos?": "animal accident collision",
+    # a possum is hit on the road as often as it nests in a roof: the animal, and
+    # the road only when the message says it was hit
+    r"possums?|stoats?|ferrets?|hedgehogs?|raccoons?|squirrels?": "animals pests",
+    r"(?:hit|ran over|run over|swerved (?:to miss|around|for)|collided with|struck) "
+    r"(?:a |an |the )?(?:\w+ )?"
+    r"(?:possums?|dogs?|cats?|cows?|sheep|horses?|birds?|pigs?|goats?|animals?)|"
+    r"(?:possums?|dogs?|cats?|cows?|sheep|horses?|birds?|pigs?|goats?|animals?) (?:\w+ ){0,2}"
+    r"(?:ran|run|jumped|darted|walked|came) (?:across|out|onto|in front)": (
+        "animal accident collision"
+    ),
     r"stopped working|broke down|broken down|packed up|conked out|died|not working": (
         "breakdown mechanical breakdown"
     ),
@@ -124,6 +139,10 @@ GLOSSARY: dict[str, str] = {
     r"transmissions?|clutch(?:es)?|alternators?|timing belts?|head gaskets?|starter motors?|"
     r"radiators?": "mechanical breakdown",
     r"spilt|spilled|dropped": "accidental damage",
+    # a thing knocked or fallen off where it stood (a tree "fell over" in a storm: not here)
+    r"(?:fell|fallen|falls|falling|slid|slipped|knocked|tipped|toppled) off (?:the |a |my |our )?"
+    r"(?:table|bench|benchtop|desk|shelf|shelves|counter|bed|couch|wall|stand|cabinet|dresser)|"
+    r"(?:knocked|tipped) over|knocked (?:it|them|\w+) (?:off|over)": "accidental damage",
     r"intentional(?:ly)?|deliberate(?:ly)?": "damage done on purpose",
     r"seiz(?:e|ed|ure)|confiscat(?:e|ed)": "police illegal activity",
     r"cops?": "police",
@@ -136,6 +155,16 @@ GLOSSARY: dict[str, str] = {
     r"windshield": "windscreen",
     r"tires?|tire blowouts?|blow ?outs?": "tyre burst puncture",
     r"rental|loan car|loaner|courtesy car|rent a car": "hire car alternative transport",
+    # getting about while the car is off the road (not "without a car" in a home policy's
+    # sense: the words name the customer's need for one)
+    r"(?:need|needs|needed|without) (?:a |my |the |another )?"
+    r"(?:car|vehicle|transport|wheels|ride)\b(?![- ](?:seats?|insurance|polic\w*|loans?|parks?|"
+    r"wash\w*|cover\w*|capsules?|keys?|fobs?|rego|registration|licen[cs]es?)\b)|"
+    r"(?:car|ute|van|vehicle) (?:is |was |has been |will be )?off the road|"
+    r"off the road (?:for|while|until)|"
+    r"(?:get|getting) (?:around|to work) (?:while|until|without)": (
+        "hire car alternative transport"
+    ),
     r"u-?haul": "hire moving van truck",
     r"bodily injury|bodily injuries": "injury to other people third party liability",
     r"physical damage": "accidental damage",
@@ -143,6 +172,12 @@ GLOSSARY: dict[str, str] = {
     r"sons?|daughters?|kids?|teens?|teenagers?|child|children": "family members",
     r"tow truck|towed": "towing",
     r"panel ?beaters?|mechanics?|body shop|auto shop": "repairer repairs",
+    # how well a repair was done: the repairer's workmanship and our guarantee of it
+    r"paint (?:does ?n[o']t|does not|did ?n[o']t|did not|does ?nt) match|"
+    r"(?:still )?rattl(?:es|ing|e)|"
+    r"(?:botched|shoddy|dodgy|poor|bad|sloppy|faulty) (?:\w+ )?(?:repairs?|job|work)|"
+    r"(?:repairs?|job|work) (?:(?:was|were|is|are|has|have)(?:n'?t| not| never)|not|never) "
+    r"(?:been )?(?:done )?(?:properly|right)": ("repairs workmanship guarantee"),
     r"wof|warrant of fitness|rego|registration": "roadworthy registered warrant of fitness",
     r"lost (?:wages|pay|income|earnings)|(?:could ?n[o']t|could not|can'?t|cannot|unable to) "
     r"(?:get to )?work|missed work|time off work": "loss of income",
@@ -174,6 +209,9 @@ GLOSSARY: dict[str, str] = {
     r"homeowners?|dwelling": "home house",
     r"bach|crib|holiday home": "holiday home",
     r"reno(?:vation)?s?|extension|renovating": "building work alterations",
+    r"(?:adding|add|build(?:ing)?|putting (?:in|on)) (?:a |an |another )?(?:new |second |extra )?"
+    r"(?:stor(?:e)?y|storeys|floor|room|bedroom|bathroom|deck|garage|sleepout|granny flat|"
+    r"carport)": ("building work alterations"),
     r"builder|tradie|contractor": "building work",
     r"rubble|debris|mess": "debris removal",
     r"unliveable|unlivable|can'?t live in": "uninhabitable temporary accommodation",

@@ -65,6 +65,14 @@ def test_baseline_terms_follow_the_seed_example():
         ("Does Car Insurance Cover Intentional Damage?", {"purpos"}),
         ("Does Renters Insurance Cover Stolen Cash?", {"valuabl", "limit"}),
         ("the money was taken from my bedside drawer", {"valuabl", "limit"}),
+        ("Possums got into the roof and chewed the wiring", {"anim", "pest"}),
+        ("I swerved to miss a possum and hit the barrier", {"anim", "collis"}),
+        ("My laptop fell off the table and the screen cracked", {"accident", "damag"}),
+        ("it's off the road for three weeks and I need a car to get to work", {"hire", "altern"}),
+        ("the paint doesn't match and there's a rattle in the door", {"workmanship", "guarante"}),
+        ("the car's worth $3000 less now it has a crash history", {"valu"}),
+        ("catalytic converter got cut off my car overnight", {"theft"}),
+        ("we're adding a second storey next year", {"build", "alter"}),
     ],
 )
 def test_us_and_everyday_terms_get_the_wordings_words(message, wording_words):
@@ -72,6 +80,21 @@ def test_us_and_everyday_terms_get_the_wordings_words(message, wording_words):
 
     assert wording_words <= T.terms(message, customer=True)
     assert not wording_words <= T.terms(message)  # the wording is read in its own words
+
+
+@pytest.mark.parametrize(
+    ("message", "not_added"),
+    [
+        ("the neighbour's tree fell over in the storm", "accidental damage"),
+        ("do I need a car seat for a two year old?", "hire car alternative transport"),
+        ("Do I need car insurance?", "hire car alternative transport"),
+        ("what plants keep possums away from the garden?", "animal accident collision"),
+    ],
+)
+def test_the_glossary_reads_a_word_in_its_sense(message, not_added):
+    from claims.agent import text as T
+
+    assert not_added not in T.glossary_terms(message)
 
 
 def test_the_customers_own_other_car_is_not_a_third_party():
