@@ -91,6 +91,9 @@ def stems(text: str) -> list[str]:
 # term an insurer's contact centre hears (New Zealand slang, US terms), kept
 # line-neutral. Selection appends the wording's words to the message before
 # ranking; composition matches a clause's parts on them too.
+# Animals a car meets on the road or that get into a house.
+_ANIMAL = r"(?:possums?|dogs?|cats?|cows?|sheep|horses?|birds?|pigs?|goats?|animals?)"
+
 GLOSSARY: dict[str, str] = {
     # money and settlement
     r"deductibles?|deductable": "excess",
@@ -123,15 +126,12 @@ GLOSSARY: dict[str, str] = {
     ),
     r"deer|moose|elk|kangaroos?": "animal accident collision",
     # a possum is hit on the road as often as it nests in a roof: the animal, and
-    # the road only when the message says it was hit
+    # the road only when the message says it was hit or ran across
     r"possums?|stoats?|ferrets?|hedgehogs?|raccoons?|squirrels?": "animals pests",
-    r"(?:hit|ran over|run over|swerved (?:to miss|around|for)|collided with|struck) "
-    r"(?:a |an |the )?(?:\w+ )?"
-    r"(?:possums?|dogs?|cats?|cows?|sheep|horses?|birds?|pigs?|goats?|animals?)|"
-    r"(?:possums?|dogs?|cats?|cows?|sheep|horses?|birds?|pigs?|goats?|animals?) (?:\w+ ){0,2}"
-    r"(?:ran|run|jumped|darted|walked|came) (?:across|out|onto|in front)": (
-        "animal accident collision"
-    ),
+    rf"(?:hit|ran over|run over|swerved (?:to miss|around|for)|collided with|struck) "
+    rf"(?:a |an |the )?(?:\w+ )?{_ANIMAL}|"
+    rf"{_ANIMAL} (?:\w+ ){{0,2}}(?:ran|run|jumped|darted|walked|came) "
+    r"(?:across|out|onto|in front)": ("animal accident collision"),
     r"stopped working|broke down|broken down|packed up|conked out|died|not working": (
         "breakdown mechanical breakdown"
     ),
@@ -142,7 +142,7 @@ GLOSSARY: dict[str, str] = {
     # a thing knocked or fallen off where it stood (a tree "fell over" in a storm: not here)
     r"(?:fell|fallen|falls|falling|slid|slipped|knocked|tipped|toppled) off (?:the |a |my |our )?"
     r"(?:table|bench|benchtop|desk|shelf|shelves|counter|bed|couch|wall|stand|cabinet|dresser)|"
-    r"(?:knocked|tipped) over|knocked (?:it|them|\w+) (?:off|over)": "accidental damage",
+    r"(?:knocked|tipped) over|knocked \w+ (?:off|over)": "accidental damage",
     r"intentional(?:ly)?|deliberate(?:ly)?": "damage done on purpose",
     r"seiz(?:e|ed|ure)|confiscat(?:e|ed)": "police illegal activity",
     r"cops?": "police",
@@ -155,8 +155,8 @@ GLOSSARY: dict[str, str] = {
     r"windshield": "windscreen",
     r"tires?|tire blowouts?|blow ?outs?": "tyre burst puncture",
     r"rental|loan car|loaner|courtesy car|rent a car": "hire car alternative transport",
-    # getting about while the car is off the road (not "without a car" in a home policy's
-    # sense: the words name the customer's need for one)
+    # getting about while the car is off the road (a car seat, car insurance or a car
+    # loan is not a need for transport)
     r"(?:need|needs|needed|without) (?:a |my |the |another )?"
     r"(?:car|vehicle|transport|wheels|ride)\b(?![- ](?:seats?|insurance|polic\w*|loans?|parks?|"
     r"wash\w*|cover\w*|capsules?|keys?|fobs?|rego|registration|licen[cs]es?)\b)|"
@@ -177,7 +177,7 @@ GLOSSARY: dict[str, str] = {
     r"(?:still )?rattl(?:es|ing|e)|"
     r"(?:botched|shoddy|dodgy|poor|bad|sloppy|faulty) (?:\w+ )?(?:repairs?|job|work)|"
     r"(?:repairs?|job|work) (?:(?:was|were|is|are|has|have)(?:n'?t| not| never)|not|never) "
-    r"(?:been )?(?:done )?(?:properly|right)": ("repairs workmanship guarantee"),
+    r"(?:been )?(?:done )?(?:properly|right)": "repairs workmanship guarantee",
     r"wof|warrant of fitness|rego|registration": "roadworthy registered warrant of fitness",
     r"lost (?:wages|pay|income|earnings)|(?:could ?n[o']t|could not|can'?t|cannot|unable to) "
     r"(?:get to )?work|missed work|time off work": "loss of income",
@@ -210,8 +210,8 @@ GLOSSARY: dict[str, str] = {
     r"bach|crib|holiday home": "holiday home",
     r"reno(?:vation)?s?|extension|renovating": "building work alterations",
     r"(?:adding|add|build(?:ing)?|putting (?:in|on)) (?:a |an |another )?(?:new |second |extra )?"
-    r"(?:stor(?:e)?y|storeys|floor|room|bedroom|bathroom|deck|garage|sleepout|granny flat|"
-    r"carport)": ("building work alterations"),
+    r"(?:store?y|storeys|floor|room|bedroom|bathroom|deck|garage|sleepout|granny flat|"
+    r"carport)": "building work alterations",
     r"builder|tradie|contractor": "building work",
     r"rubble|debris|mess": "debris removal",
     r"unliveable|unlivable|can'?t live in": "uninhabitable temporary accommodation",
